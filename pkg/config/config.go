@@ -1,0 +1,257 @@
+// Package config is the one set of crawl settings every subcommand accepts.
+//
+// Settings come, lowest precedence first, from defaults, a YAML config file
+// (--config), TRAWLER_* environment variables and flags. Every subcommand
+// registers the whole set and ignores what it does not use, so a single
+// ConfigMap can serve all Deployments of a crawl.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffyaml"
+
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Scope modes.
+const (
+	ScopeHost   = "host"   // stay on the seeds' hosts
+	ScopeDomain = "domain" // stay on the seeds' registrable domains
+	ScopeAny    = "any"    // follow every link
+)
+
+// Config holds every crawl setting. Field comments give the flag and default.
+type Config struct {
+	// Connections.
+	NATSURL      string   // --nats: external NATS URL (services); empty in run = embedded
+	RedisAddrs   []string // --redis: Redis addresses; several = client-side ring of shards
+	RedisCluster bool     // --redis-cluster: addresses are Redis Cluster seeds
+	DataDir      string   // --data-dir: embedded NATS and store (run), default ./trawler-data
+	Prefix       string   // --prefix: subject, stream and key prefix, default "trawler"
+	MetricsAddr  string   // --metrics-addr: serve /metrics here (empty: off)
+
+	// Partitioning.
+	PartitionCount int    // --partition-count: P, fixed for the life of a crawl, default 32
+	Partitions     string // --partitions: owned partitions, e.g. "0-7,12" (default all)
+
+	// Seeds and scope.
+	Seeds     []string // --seed (repeatable)
+	SeedsFile string   // --seeds-file: one URL per line, '#' comments
+	Scope     string   // --scope host|domain|any, default host
+
+	// Limits.
+	MaxPages     int // --max-pages: stop issuing fetches after N (0: no limit)
+	MaxDepth     int // --max-depth: links deeper than N are not followed (-1: no limit)
+	MaxURLLength int // --max-url-length: longer URLs are dropped, default 2048
+
+	// Politeness and fetching.
+	PolitenessDelay time.Duration // --politeness-delay: gap between requests to a host, default 1s
+	FetchTimeout    time.Duration // --fetch-timeout: whole request, default 30s
+	MaxBodyBytes    int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
+	MaxRedirects    int           // --max-redirects: redirect hops followed per chain, default 5
+	UserAgent       string        // --user-agent
+	AllowPrivate    bool          // --allow-private: permit loopback, private and link-local addresses
+	FetchWorkers    int           // --fetch-workers: concurrent fetches per fetcher, default 64
+	ParseWorkers    int           // --parse-workers: concurrent parses per parser, default 4
+	MaxAttempts     int           // --max-attempts: issues of a URL whose task was lost, default 3
+
+	// Delivery.
+	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 5
+	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 10m
+
+	// Output (run).
+	Out      string // --out: JSON Lines file, one object per fetched URL
+	Progress bool   // --progress: live progress line on stderr (run), default true
+}
+
+// DefaultUserAgent identifies the crawler with a contact URL, as polite crawlers do.
+const DefaultUserAgent = "Trawler/0.1 (+https://github.com/trawlerhq/trawler)"
+
+// Register declares every setting on fs with its default.
+func (c *Config) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.NATSURL, "nats", "", "NATS URL of an external JetStream server (services default to nats://127.0.0.1:4222; run embeds one when empty)")
+	fs.Var((*listFlag)(&c.RedisAddrs), "redis", "Redis address(es), comma-separated; several form a client-side ring of shards (services default to 127.0.0.1:6379)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis addresses as Redis Cluster seed nodes")
+	fs.StringVar(&c.DataDir, "data-dir", "./trawler-data", "directory for the embedded NATS server and store (run)")
+	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "prefix of subjects, streams and store keys; lets several crawls share one NATS and Redis")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9090 (empty: off)")
+	fs.IntVar(&c.PartitionCount, "partition-count", 32, "number of host partitions P; fixed for the life of a crawl")
+	fs.StringVar(&c.Partitions, "partitions", "", "partitions this replica owns, e.g. 0-7,12 (default: all)")
+	fs.Var((*appendFlag)(&c.Seeds), "seed", "seed URL (repeatable)")
+	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file of seed URLs, one per line ('#' starts a comment)")
+	fs.StringVar(&c.Scope, "scope", ScopeHost, "which links to follow: host (the seeds' hosts), domain (their registrable domains) or any")
+	fs.IntVar(&c.MaxPages, "max-pages", 0, "stop issuing fetches after this many (0: no limit)")
+	fs.IntVar(&c.MaxDepth, "max-depth", -1, "do not follow links deeper than this many hops from a seed (-1: no limit)")
+	fs.IntVar(&c.MaxURLLength, "max-url-length", 2048, "drop URLs longer than this")
+	fs.DurationVar(&c.PolitenessDelay, "politeness-delay", time.Second, "minimum gap between two requests to one host")
+	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
+	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
+	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private, link-local and metadata addresses")
+	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
+	fs.IntVar(&c.ParseWorkers, "parse-workers", 4, "concurrent parses per parser process")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")
+	fs.IntVar(&c.MaxDeliver, "max-deliver", 5, "deliveries of a failing message before it goes to the dead-letter subject")
+	fs.DurationVar(&c.DedupWindow, "dedup-window", 10*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the work streams")
+	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
+	fs.BoolVar(&c.Progress, "progress", true, "show a live progress line on stderr (run)")
+}
+
+// Parse registers the settings on fs and fills c from defaults, the config
+// file, TRAWLER_* environment variables and args, in rising precedence.
+// Keys in the config file that no flag knows are ignored.
+func (c *Config) Parse(fs *flag.FlagSet, args []string) error {
+	c.Register(fs)
+	fs.String("config", "", "YAML config file with any of these settings (keys are flag names)")
+	if err := ff.Parse(fs, args,
+		ff.WithEnvVarPrefix("TRAWLER"),
+		ff.WithConfigFileFlag("config"),
+		ff.WithConfigFileParser(ffyaml.Parser),
+		ff.WithIgnoreUndefined(true),
+	); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate reports every invalid setting at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, err := subjects.New(c.Prefix); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PartitionCount < 1 || c.PartitionCount > 4096 {
+		errs = append(errs, fmt.Errorf("--partition-count %d: want 1..4096", c.PartitionCount))
+	}
+	if _, err := c.OwnedPartitions(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.Scope {
+	case ScopeHost, ScopeDomain, ScopeAny:
+	default:
+		errs = append(errs, fmt.Errorf("--scope %q: want host, domain or any", c.Scope))
+	}
+	if c.MaxPages < 0 {
+		errs = append(errs, fmt.Errorf("--max-pages %d: want 0 (no limit) or more", c.MaxPages))
+	}
+	if c.MaxDepth < -1 {
+		errs = append(errs, fmt.Errorf("--max-depth %d: want -1 (no limit) or more", c.MaxDepth))
+	}
+	if c.MaxURLLength < 16 {
+		errs = append(errs, fmt.Errorf("--max-url-length %d: want at least 16", c.MaxURLLength))
+	}
+	if c.PolitenessDelay < 0 {
+		errs = append(errs, fmt.Errorf("--politeness-delay %s: must not be negative", c.PolitenessDelay))
+	}
+	if c.FetchTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--fetch-timeout %s: must be positive", c.FetchTimeout))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("--max-body %d: want at least 1024", c.MaxBodyBytes))
+	}
+	if c.MaxRedirects < 0 {
+		errs = append(errs, fmt.Errorf("--max-redirects %d: must not be negative", c.MaxRedirects))
+	}
+	if c.FetchWorkers < 1 || c.ParseWorkers < 1 {
+		errs = append(errs, errors.New("--fetch-workers and --parse-workers must be at least 1"))
+	}
+	if c.MaxAttempts < 1 || c.MaxDeliver < 1 {
+		errs = append(errs, errors.New("--max-attempts and --max-deliver must be at least 1"))
+	}
+	if c.DedupWindow <= 0 {
+		errs = append(errs, fmt.Errorf("--dedup-window %s: must be positive", c.DedupWindow))
+	}
+	if strings.TrimSpace(c.UserAgent) == "" {
+		errs = append(errs, errors.New("--user-agent must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// OwnedPartitions parses --partitions; empty means all of 0..P-1.
+func (c *Config) OwnedPartitions() ([]int, error) {
+	if strings.TrimSpace(c.Partitions) == "" || c.Partitions == "all" {
+		all := make([]int, c.PartitionCount)
+		for i := range all {
+			all[i] = i
+		}
+		return all, nil
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, part := range strings.Split(c.Partitions, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a || b >= c.PartitionCount {
+			return nil, fmt.Errorf("--partitions %q: %q is not a partition or range within 0..%d", c.Partitions, part, c.PartitionCount-1)
+		}
+		for p := a; p <= b; p++ {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// AllSeeds returns --seed values followed by the lines of --seeds-file.
+func (c *Config) AllSeeds() ([]string, error) {
+	seeds := append([]string(nil), c.Seeds...)
+	if c.SeedsFile == "" {
+		return seeds, nil
+	}
+	data, err := os.ReadFile(c.SeedsFile)
+	if err != nil {
+		return nil, fmt.Errorf("--seeds-file: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line != "" {
+			seeds = append(seeds, line)
+		}
+	}
+	return seeds, nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated, so
+// that it works the same from flags, environment variables and YAML lists.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// appendFlag is a repeatable flag kept verbatim (URLs may contain commas).
+type appendFlag []string
+
+func (l *appendFlag) String() string { return strings.Join(*l, " ") }
+
+func (l *appendFlag) Set(v string) error {
+	if v = strings.TrimSpace(v); v != "" {
+		*l = append(*l, v)
+	}
+	return nil
+}

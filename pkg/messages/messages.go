@@ -1,0 +1,172 @@
+// Package messages defines the versioned wire format of every message Trawler
+// publishes. It is a public contract (docs/subjects.md): downstream teams tap
+// these subjects, so fields are only ever added, never renamed or repurposed.
+//
+// Internal work messages are JSON documents with a "v" field. Fetched pages are
+// the exception: their data is the raw response body (readable as-is with the
+// nats CLI) and their metadata is JSON in the Trawler-Page header.
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Version is the schema version written into every message. Readers accept
+// any message whose major version they know and ignore unknown fields.
+const Version = 1
+
+// Via tells how a URL was discovered.
+const (
+	ViaSeed     = "seed"
+	ViaLink     = "link"
+	ViaRedirect = "redirect"
+)
+
+// Link is one URL travelling through the pipeline with the crawl state that
+// belongs to it.
+type Link struct {
+	URL   string `json:"url"`
+	Depth int    `json:"depth"`
+	// Hops counts consecutive redirects that led to this URL (0 for a link).
+	Hops int `json:"hops,omitempty"`
+}
+
+// Discovered is published on <prefix>.discovered.<p>: the URLs of one source
+// (a page, a redirect, a seed command) that fall in partition p. One message per
+// (source, partition), never one per URL.
+type Discovered struct {
+	V         int    `json:"v"`
+	Partition int    `json:"partition"`
+	Via       string `json:"via"`
+	Source    string `json:"source,omitempty"`
+	Links     []Link `json:"links"`
+}
+
+// NewURLs is published on <prefix>.frontier.<p>.new by dedup: URLs never seen
+// before, to be queued by the frontier.
+type NewURLs struct {
+	V         int    `json:"v"`
+	Partition int    `json:"partition"`
+	Links     []Link `json:"links"`
+}
+
+// FetchTask is published on <prefix>.fetch.<p> by the frontier: fetch one URL.
+// A fetcher must not start a task after Deadline; the frontier re-issues the URL
+// once the task's lease has run out.
+type FetchTask struct {
+	V         int       `json:"v"`
+	ID        string    `json:"id"`
+	Partition int       `json:"partition"`
+	Host      string    `json:"host"`
+	URL       string    `json:"url"`
+	Depth     int       `json:"depth"`
+	Hops      int       `json:"hops,omitempty"`
+	Attempt   int       `json:"attempt"`
+	IssuedAt  time.Time `json:"issued_at"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// FetchDone is published on <prefix>.frontier.<p>.done by the fetcher once a
+// task is finished, whatever its outcome, so the frontier frees the host.
+type FetchDone struct {
+	V         int           `json:"v"`
+	TaskID    string        `json:"task_id"`
+	Partition int           `json:"partition"`
+	Host      string        `json:"host"`
+	URL       string        `json:"url"`
+	Status    int           `json:"status"`
+	Error     string        `json:"error,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	IP        string        `json:"ip,omitempty"`
+	// Expired is set when the fetcher dropped the task because its deadline had
+	// passed; the frontier re-issues the URL when the lease runs out.
+	Expired bool `json:"expired,omitempty"`
+}
+
+// Page is the metadata of a fetched page, carried as JSON in the Trawler-Page
+// header of a message on <prefix>.pages.fetched whose data is the raw body.
+// Every final fetch outcome is published, errors included (Status 0, Error set),
+// so a tap sees everything that was attempted.
+type Page struct {
+	V           int               `json:"v"`
+	TaskID      string            `json:"task_id"`
+	URL         string            `json:"url"`
+	Host        string            `json:"host"`
+	Partition   int               `json:"partition"`
+	Depth       int               `json:"depth"`
+	Hops        int               `json:"hops,omitempty"`
+	Status      int               `json:"status"`
+	ContentType string            `json:"content_type,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Location    string            `json:"location,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	FetchedAt   time.Time         `json:"fetched_at"`
+	Duration    time.Duration     `json:"duration_ns"`
+	IP          string            `json:"ip,omitempty"`
+	BodySize    int               `json:"body_size"`
+	Truncated   bool              `json:"truncated,omitempty"`
+}
+
+// Parsed is published on <prefix>.pages.parsed by the parser: what a page links
+// to, for indexers, link graphs and the --out file.
+type Parsed struct {
+	V           int       `json:"v"`
+	TaskID      string    `json:"task_id"`
+	URL         string    `json:"url"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"content_type,omitempty"`
+	Depth       int       `json:"depth"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	Error       string    `json:"error,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	// Outlinks are the page's links, canonical, in document order, without
+	// repeats, in scope or not (a redirect's target counts as its one outlink).
+	Outlinks []string `json:"outlinks"`
+	// Queued counts the outlinks handed on to dedup (in scope, within depth).
+	Queued int `json:"queued"`
+}
+
+// DeadLetter is published on <prefix>.dlq.<service> for a message that could
+// not be processed; the original data travels verbatim.
+type DeadLetter struct {
+	V          int                 `json:"v"`
+	Service    string              `json:"service"`
+	Subject    string              `json:"subject"`
+	Stream     string              `json:"stream,omitempty"`
+	Sequence   uint64              `json:"sequence,omitempty"`
+	Deliveries uint64              `json:"deliveries,omitempty"`
+	Reason     string              `json:"reason"`
+	At         time.Time           `json:"at"`
+	Data       []byte              `json:"data"`
+	Headers    map[string][]string `json:"headers,omitempty"`
+}
+
+// Header names used on the wire.
+const (
+	HeaderPage   = "Trawler-Page"   // JSON Page metadata on pages.fetched
+	HeaderSchema = "Trawler-Schema" // "<kind>/v<version>", e.g. "page/v1"
+	HeaderKind   = "Trawler-Kind"   // on frontier.<p>.*: "new" or "done"
+)
+
+// Schema returns the value of the Trawler-Schema header for a message kind.
+func Schema(kind string) string { return fmt.Sprintf("%s/v%d", kind, Version) }
+
+// Decode unmarshals a JSON message and checks its version.
+func Decode(data []byte, v interface{ version() int }) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %T: %w", v, err)
+	}
+	if got := v.version(); got != Version {
+		return fmt.Errorf("decode %T: unsupported schema version %d (want %d)", v, got, Version)
+	}
+	return nil
+}
+
+func (m *Discovered) version() int { return m.V }
+func (m *NewURLs) version() int    { return m.V }
+func (m *FetchTask) version() int  { return m.V }
+func (m *FetchDone) version() int  { return m.V }
+func (m *Page) version() int       { return m.V }
+func (m *Parsed) version() int     { return m.V }

@@ -1,0 +1,120 @@
+// Package store holds the crawl's durable state behind one interface with two
+// backends: Redis (cluster mode; keys hash-tagged by partition so they work on
+// one Redis, a client-side ring of shards and Redis Cluster) and an embedded
+// bbolt file (the all-in-one mode). The same conformance tests run against both.
+//
+// All state is per host partition (see urlx.Partition); a partition has one
+// owner at a time, so operations on one partition are never concurrent.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("store: closed")
+
+// Store is everything the dedup and frontier services keep.
+type Store interface {
+	SeenSet
+	Frontier
+	Close() error
+}
+
+// SeenSet is the authoritative set of URL fingerprints already discovered.
+type SeenSet interface {
+	// Seen reports for each fingerprint whether partition p recorded it.
+	Seen(ctx context.Context, p int, fps []uint64) ([]bool, error)
+	// Record adds fingerprints to partition p's set; recording twice is harmless.
+	Record(ctx context.Context, p int, fps []uint64) error
+}
+
+// Queued is a URL waiting in its host's queue.
+type Queued struct {
+	Host string        `json:"host"`
+	Link messages.Link `json:"link"`
+	// Attempt is 1 for a URL never issued, n+1 after n lost tasks.
+	Attempt int `json:"attempt"`
+}
+
+// InFlight is a task issued to the fetchers and not yet reported done.
+type InFlight struct {
+	Task       messages.FetchTask `json:"task"`
+	LeaseUntil time.Time          `json:"lease_until"`
+}
+
+// Done frees a host whose task finished.
+type Done struct {
+	Host   string
+	TaskID string
+}
+
+// Issue asks to pop the head URL of Host and record it in flight as task
+// TaskID. The store fills in the task's URL, depth, hops and attempt.
+type Issue struct {
+	Host       string
+	TaskID     string
+	IssuedAt   time.Time
+	Deadline   time.Time
+	LeaseUntil time.Time
+}
+
+// HostState is a host with queued URLs or a task in flight.
+type HostState struct {
+	Host     string
+	Queued   int
+	InFlight *InFlight // nil when no task is in flight
+}
+
+// PartitionState is what a frontier loads when it takes a partition over.
+type PartitionState struct {
+	// Applied is the stream sequence of the last intake batch applied.
+	Applied uint64
+	Hosts   []HostState
+}
+
+// Stats are totals over some partitions, for status and termination.
+type Stats struct {
+	Queued   int64  // URLs waiting in host queues
+	InFlight int64  // tasks issued and not done
+	Enqueued uint64 // URLs ever queued (monotonic: a change means work moved)
+	Issued   uint64 // budget taken so far (global, see TakeBudget)
+}
+
+// Frontier is the frontier's durable state: per-host FIFO queues, tasks in
+// flight, and the intake watermark that makes replays harmless.
+type Frontier interface {
+	// Apply atomically applies one intake batch of partition p whose highest
+	// stream sequence is seq: enqueue appends URLs at the tail of their hosts'
+	// queues, done frees hosts whose in-flight task ID matches (others are
+	// stale and ignored). If seq is not above the partition's applied
+	// sequence the batch was applied before: nothing changes and ok is false.
+	Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, done []Done) (ok bool, err error)
+
+	// Pop removes the head URL of each requested host (which must have no task
+	// in flight) and records it in flight, atomically per host. It returns the
+	// tasks in request order; a host whose queue turned out empty is skipped.
+	Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
+
+	// Expire handles a task whose lease ran out: when attempts remain
+	// (Attempt < maxAttempts) its URL goes back to the head of the host's queue
+	// with Attempt+1, otherwise it is dropped. Either way the host is freed.
+	// It reports whether the URL was requeued; a task ID that no longer
+	// matches the host's in-flight task is ignored.
+	Expire(ctx context.Context, p int, host, taskID string, maxAttempts int) (requeued bool, err error)
+
+	// Load returns partition p's applied sequence and every host with queued
+	// URLs or a task in flight.
+	Load(ctx context.Context, p int) (PartitionState, error)
+
+	// TakeBudget atomically takes up to n units of the crawl-wide page budget
+	// (max <= 0 means unlimited) and returns how many were granted.
+	TakeBudget(ctx context.Context, n, max int) (int, error)
+
+	// Stats sums queue depths and counters over the given partitions.
+	Stats(ctx context.Context, partitions []int) (Stats, error)
+}

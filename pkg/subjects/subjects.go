@@ -1,0 +1,77 @@
+// Package subjects names every NATS subject, stream and durable consumer of a
+// crawl. All names derive from one prefix, so several crawls can share a NATS
+// deployment. The layout is part of the public contract (docs/subjects.md).
+package subjects
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// DefaultPrefix is the subject prefix used when none is configured.
+const DefaultPrefix = "trawler"
+
+var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// Names builds subject, stream and consumer names for one crawl.
+type Names struct {
+	Prefix string
+	stream string // prefix as a stream-name fragment: dots become underscores
+}
+
+// New validates prefix and returns the names of that crawl.
+func New(prefix string) (Names, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !validPrefix.MatchString(prefix) {
+		return Names{}, fmt.Errorf("subject prefix %q: use letters, digits, '-', '_' and dots between tokens", prefix)
+	}
+	return Names{Prefix: prefix, stream: strings.ToUpper(strings.ReplaceAll(prefix, ".", "_"))}, nil
+}
+
+// Subjects.
+
+// Discovered is where URLs of partition p go before dedup.
+func (n Names) Discovered(p int) string { return fmt.Sprintf("%s.discovered.%d", n.Prefix, p) }
+
+// FrontierNew is where dedup sends new URLs of partition p.
+func (n Names) FrontierNew(p int) string { return fmt.Sprintf("%s.frontier.%d.new", n.Prefix, p) }
+
+// FrontierDone is where fetchers report finished tasks of partition p.
+func (n Names) FrontierDone(p int) string { return fmt.Sprintf("%s.frontier.%d.done", n.Prefix, p) }
+
+// Frontier is the filter of everything partition p's frontier consumes.
+func (n Names) Frontier(p int) string { return fmt.Sprintf("%s.frontier.%d.*", n.Prefix, p) }
+
+// Fetch is where the frontier issues fetch tasks of partition p.
+func (n Names) Fetch(p int) string { return fmt.Sprintf("%s.fetch.%d", n.Prefix, p) }
+
+// PagesFetched carries every fetched page (raw body, metadata header).
+func (n Names) PagesFetched() string { return n.Prefix + ".pages.fetched" }
+
+// PagesParsed carries the parser's JSON document per page.
+func (n Names) PagesParsed() string { return n.Prefix + ".pages.parsed" }
+
+// DeadLetter is where a service parks messages it cannot process.
+func (n Names) DeadLetter(service string) string { return n.Prefix + ".dlq." + service }
+
+// Streams.
+
+func (n Names) StreamDiscovered() string { return n.stream + "_DISCOVERED" }
+func (n Names) StreamFrontier() string   { return n.stream + "_FRONTIER" }
+func (n Names) StreamFetch() string      { return n.stream + "_FETCH" }
+func (n Names) StreamPages() string      { return n.stream + "_PAGES" }
+func (n Names) StreamParsed() string     { return n.stream + "_PARSED" }
+func (n Names) StreamDLQ() string        { return n.stream + "_DLQ" }
+
+// ScopeBucket is the JetStream key-value bucket holding the crawl's scope.
+func (n Names) ScopeBucket() string { return n.stream + "_SCOPE" }
+
+// Durable consumers.
+
+func (n Names) ConsumerDedup(p int) string    { return fmt.Sprintf("dedup-%d", p) }
+func (n Names) ConsumerFrontier(p int) string { return fmt.Sprintf("frontier-%d", p) }
+func (n Names) ConsumerFetcher() string       { return "fetcher" }
+func (n Names) ConsumerParser() string        { return "parser" }
