@@ -170,3 +170,13 @@ func (m *FetchTask) version() int  { return m.V }
 func (m *FetchDone) version() int  { return m.V }
 func (m *Page) version() int       { return m.V }
 func (m *Parsed) version() int     { return m.V }
+
+// DecodePage reads the Trawler-Page header of a pages.fetched message.
+func DecodePage(header string) (Page, error) {
+	var p Page
+	if header == "" {
+		return p, fmt.Errorf("page message without %s header", HeaderPage)
+	}
+	err := Decode([]byte(header), &p)
+	return p, err
+}

@@ -1,0 +1,93 @@
+// Command trawler is the one binary of the Trawler crawl pipeline: a
+// subcommand per service (fetcher, parser, dedup, frontier) for cluster
+// deployments, run for the all-in-one mode, and seed and status to drive a
+// running crawl.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, args, help string
+	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"run", "[flags]", "crawl with all four services in this process over an embedded NATS and store", runCmd},
+	{"fetcher", "[flags]", "run the fetcher service against an external NATS", serviceCmd("fetcher")},
+	{"parser", "[flags]", "run the parser service against an external NATS", serviceCmd("parser")},
+	{"dedup", "[flags]", "run the dedup service against an external NATS and Redis", serviceCmd("dedup")},
+	{"frontier", "[flags]", "run the frontier service against an external NATS and Redis", serviceCmd("frontier")},
+	{"seed", "[flags] URL...", "inject seed URLs (and their scope) into a running pipeline", seedCmd},
+	{"status", "[flags]", "show a crawl's rates and queue depths; --wait blocks until it is finished", statusCmd},
+}
+
+// errUsage means the message was printed already; exit 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		case errors.Is(err, errInterrupted):
+			fmt.Fprintln(stderr, "trawler:", err)
+			return 130
+		default:
+			fmt.Fprintln(stderr, "trawler:", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "trawler: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Trawler: a web crawl pipeline over NATS JetStream.")
+	fmt.Fprintln(w, "\nUsage: trawler <command> [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(w, "\nEvery command accepts every crawl setting as a flag, a TRAWLER_* environment variable")
+	fmt.Fprintln(w, "or a key of the --config YAML file; see 'trawler run -h' and docs/configuration.md.")
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("TRAWLER_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,213 @@
+// Package app wires Trawler's services from a Config, the way Loki's module
+// manager does: each service is a target with the dependencies it needs, and
+// the all-in-one mode is every target over an embedded NATS and store.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/scope"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/services/dedup"
+	"github.com/trawlerhq/trawler/services/fetcher"
+	"github.com/trawlerhq/trawler/services/frontier"
+	"github.com/trawlerhq/trawler/services/parser"
+)
+
+// Services lists the targets a process can run, in pipeline order.
+var Services = []string{"dedup", "frontier", "fetcher", "parser"}
+
+// Runner is a started-by-Run service: Run returns when ctx ends and the work
+// in hand is finished.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Deps are the connections services share.
+type Deps struct {
+	Config   config.Config
+	Names    subjects.Names
+	NC       *nats.Conn
+	JS       jetstream.JetStream
+	Store    store.Store // nil for processes that run neither dedup nor frontier
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+
+	closers []func() error
+}
+
+// Close releases the connections in reverse order of opening.
+func (d *Deps) Close() error {
+	var errs []error
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		errs = append(errs, d.closers[i]())
+	}
+	d.closers = nil
+	return errors.Join(errs...)
+}
+
+// Topology is the crawl's streams and consumers for cfg.
+func Topology(cfg config.Config, names subjects.Names) bus.Topology {
+	return bus.Topology{
+		Names: names, Partitions: cfg.PartitionCount, DedupWindow: cfg.DedupWindow,
+		FetchAck: cfg.FetchTimeout + 30*time.Second,
+	}
+}
+
+func newDeps(cfg config.Config, log *slog.Logger) (*Deps, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	names, err := subjects.New(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	return &Deps{Config: cfg, Names: names, Log: log, Registry: prometheus.NewRegistry()}, nil
+}
+
+// OpenEmbedded starts the all-in-one dependencies under cfg.DataDir: a NATS
+// server with JetStream on disk and a bbolt store. listen optionally exposes
+// the NATS server on TCP.
+func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *slog.Logger) (*Deps, error) {
+	d, err := newDeps(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	// The store first: its file lock tells a second process on the same
+	// directory to go away before it touches JetStream's files.
+	st, err := store.OpenBolt(filepath.Join(cfg.DataDir, "store.db"))
+	if err != nil {
+		return nil, err
+	}
+	d.Store = st
+	d.closers = append(d.closers, st.Close)
+	ns, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.closers = append(d.closers, func() error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
+	if d.NC, err = bus.ConnectEmbedded(ns, "trawler-run"); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, d.finish(ctx)
+}
+
+// EmbeddedServerURL is where taps can reach an embedded server that listens.
+func EmbeddedServerURL(ns *server.Server) string { return ns.ClientURL() }
+
+// OpenCluster connects to an external NATS and, when withStore, to Redis.
+func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name string, log *slog.Logger) (*Deps, error) {
+	d, err := newDeps(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	url := cfg.NATSURL
+	if url == "" {
+		url = nats.DefaultURL
+	}
+	if d.NC, err = bus.Connect(url, name); err != nil {
+		return nil, err
+	}
+	if withStore {
+		addrs := cfg.RedisAddrs
+		if len(addrs) == 0 {
+			addrs = []string{"127.0.0.1:6379"}
+		}
+		st, err := store.OpenRedis(ctx, addrs, cfg.RedisCluster, d.Names.Prefix)
+		if err != nil {
+			d.NC.Close()
+			return nil, err
+		}
+		d.Store = st
+		d.closers = append(d.closers, st.Close)
+	}
+	return d, d.finish(ctx)
+}
+
+// finish creates the JetStream context and ensures the topology.
+func (d *Deps) finish(ctx context.Context) error {
+	nc := d.NC
+	d.closers = append(d.closers, func() error { return nc.Drain() })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	d.JS = js
+	if err := Topology(d.Config, d.Names).Ensure(ctx, js); err != nil {
+		d.Close()
+		return err
+	}
+	return nil
+}
+
+// NewService builds one target.
+func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
+	cfg := d.Config
+	parts, err := cfg.OwnedPartitions()
+	if err != nil {
+		return nil, err
+	}
+	log := d.Log.With("service", name)
+	switch name {
+	case "dedup":
+		if d.Store == nil {
+			return nil, errors.New("dedup needs a store (--redis)")
+		}
+		return dedup.New(dedup.Options{
+			JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount,
+			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
+		}), nil
+	case "frontier":
+		if d.Store == nil {
+			return nil, errors.New("frontier needs a store (--redis)")
+		}
+		return frontier.New(frontier.Options{
+			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts,
+			Delay: cfg.PolitenessDelay, FetchTimeout: cfg.FetchTimeout, DedupWindow: cfg.DedupWindow,
+			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
+			Log: log, Registerer: d.Registry,
+		}), nil
+	case "fetcher":
+		return fetcher.New(fetcher.Options{
+			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
+			HTTP: fetcher.HTTPOptions{
+				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
+			},
+			Log: log, Registerer: d.Registry,
+		}), nil
+	case "parser":
+		sc, err := scope.Open(ctx, d.JS, d.Names)
+		if err != nil {
+			return nil, err
+		}
+		return parser.New(parser.Options{
+			JS: d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
+			MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
+			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
+		}), nil
+	}
+	known := append([]string(nil), Services...)
+	sort.Strings(known)
+	return nil, fmt.Errorf("unknown service %q (known: %v)", name, known)
+}

@@ -1,0 +1,81 @@
+// Package bus is Trawler's layer over NATS JetStream: the embedded server of the
+// all-in-one mode, connections, the idempotent topology (streams, durable
+// consumers), pulling, batched publishing and dead-lettering.
+package bus
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedMaxPayload lets fetched pages up to 8 MiB travel as one message on
+// the embedded server (an external server's max_payload defaults to 1 MiB).
+const EmbeddedMaxPayload = 8 << 20
+
+// EmbeddedOptions configure the in-process NATS server.
+type EmbeddedOptions struct {
+	// StoreDir holds JetStream's files; a restart on the same dir resumes.
+	StoreDir string
+	// Listen is an optional host:port on which to also accept TCP clients (the
+	// nats CLI, taps, trawler status). Empty: in-process connections only.
+	Listen string
+}
+
+// StartEmbedded starts a JetStream-enabled NATS server inside this process.
+func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: "trawler-embedded",
+		JetStream:  true,
+		StoreDir:   filepath.Clean(o.StoreDir),
+		MaxPayload: EmbeddedMaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+		DontListen: o.Listen == "",
+	}
+	if o.Listen != "" {
+		host, port, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
+		}
+		if opts.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("embedded NATS listen port %q: %w", port, err)
+		}
+		opts.Host = host
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded NATS: not ready after 30s (store dir %s)", o.StoreDir)
+	}
+	return ns, nil
+}
+
+// ConnectEmbedded opens an in-process client connection to ns.
+func ConnectEmbedded(ns *server.Server, name string) (*nats.Conn, error) {
+	return nats.Connect("", nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1))
+}
+
+// Connect opens a client connection to an external NATS server that retries
+// forever on disconnects, as a long-running service must.
+func Connect(url, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.Timeout(5*time.Second),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,113 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pull delivers a consumer's messages on a channel until ctx ends; the channel
+// is closed then. buffer bounds how many messages are pulled ahead.
+func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstream.Msg, error) {
+	it, err := c.Messages(jetstream.PullMaxMessages(buffer))
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan jetstream.Msg)
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	go func() {
+		defer close(out)
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+					return
+				}
+				// Heartbeat misses and reconnects are transient: the
+				// iterator keeps pulling; do not spin on a dead link.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			select {
+			case out <- msg:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Batch waits for one message and then takes whatever else is ready, up to max.
+// It returns nil when ctx ends or the channel closes.
+func Batch(ctx context.Context, in <-chan jetstream.Msg, max int) []jetstream.Msg {
+	var batch []jetstream.Msg
+	select {
+	case m, ok := <-in:
+		if !ok {
+			return nil
+		}
+		batch = append(batch, m)
+	case <-ctx.Done():
+		return nil
+	}
+	return Drain(in, batch, max)
+}
+
+// Drain appends messages that are ready right now, up to max in all.
+func Drain(in <-chan jetstream.Msg, batch []jetstream.Msg, max int) []jetstream.Msg {
+	for len(batch) < max {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, m)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// Backoff is the wait before retry n (1-based) of a failed step: 100ms
+// doubling to 10s, so an outage of Redis or NATS is ridden out without spinning.
+func Backoff(n int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < n && d < 10*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Second)
+}
+
+// Retry runs step until it succeeds or ctx ends, backing off between tries and
+// calling hold (if not nil) so held messages are not redelivered meanwhile.
+func Retry(ctx context.Context, what string, log func(string, ...any), hold func(), step func() error) error {
+	for n := 1; ; n++ {
+		err := step()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log("retrying after error", "step", what, "attempt", n, "err", err)
+		if hold != nil {
+			hold()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(Backoff(n)):
+		}
+	}
+}

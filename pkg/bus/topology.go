@@ -1,0 +1,111 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Topology describes the streams and durable consumers of one crawl. Every
+// subcommand ensures it at start, so the order in which services come up does
+// not matter and no message is published before its consumer exists.
+type Topology struct {
+	Names       subjects.Names
+	Partitions  int           // P
+	DedupWindow time.Duration // duplicate window of the work streams
+	FetchAck    time.Duration // how long a fetcher may hold a task before redelivery
+}
+
+// Work streams use work-queue retention: a message stays until its one
+// consumer acks it, even if that consumer is not running yet.
+func (t Topology) streams() []jetstream.StreamConfig {
+	n := t.Names
+	work := func(name, subject, desc string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name: name, Subjects: []string{subject}, Description: desc,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Duplicates: t.DedupWindow,
+		}
+	}
+	return []jetstream.StreamConfig{
+		work(n.StreamDiscovered(), n.Prefix+".discovered.*", "discovered URLs by host partition, before dedup"),
+		work(n.StreamFrontier(), n.Prefix+".frontier.*.*", "new URLs and finished fetches, by host partition"),
+		work(n.StreamFetch(), n.Prefix+".fetch.*", "fetch tasks, by host partition"),
+		{
+			// Interest retention: kept until the parser and every tap's durable
+			// consumer acked it, so an archive tap never misses a page.
+			Name: n.StreamPages(), Subjects: []string{n.PagesFetched()},
+			Description: "fetched pages: raw body, JSON metadata in the Trawler-Page header",
+			Retention:   jetstream.InterestPolicy, Storage: jetstream.FileStorage,
+			Duplicates: t.DedupWindow,
+		},
+		{
+			// Limits retention: a tap may attach later and replay the last day.
+			Name: n.StreamParsed(), Subjects: []string{n.PagesParsed()},
+			Description: "parsed pages: JSON documents with outlinks",
+			Retention:   jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld,
+			Duplicates: t.DedupWindow,
+		},
+		{
+			Name: n.StreamDLQ(), Subjects: []string{n.Prefix + ".dlq.*"},
+			Description: "dead letters: messages a service could not process, with the reason",
+			Retention:   jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			MaxAge: 30 * 24 * time.Hour,
+		},
+	}
+}
+
+func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
+	n := t.Names
+	durable := func(name, filter string, ackWait time.Duration, pending int) jetstream.ConsumerConfig {
+		return jetstream.ConsumerConfig{
+			Durable: name, FilterSubject: filter,
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: pending,
+		}
+	}
+	var dedup, frontier []jetstream.ConsumerConfig
+	for p := 0; p < t.Partitions; p++ {
+		dedup = append(dedup, durable(n.ConsumerDedup(p), n.Discovered(p), time.Minute, 4096))
+		frontier = append(frontier, durable(n.ConsumerFrontier(p), n.Frontier(p), time.Minute, 4096))
+	}
+	return map[string][]jetstream.ConsumerConfig{
+		n.StreamDiscovered(): dedup,
+		n.StreamFrontier():   frontier,
+		n.StreamFetch():      {durable(n.ConsumerFetcher(), n.Prefix+".fetch.*", t.FetchAck, 100000)},
+		n.StreamPages():      {durable(n.ConsumerParser(), n.PagesFetched(), 2*time.Minute, 10000)},
+	}
+}
+
+// Ensure creates or updates every stream and durable consumer; it is
+// idempotent and safe to run from many processes at once.
+func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
+	for _, sc := range t.streams() {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
+		}
+	}
+	for stream, ccs := range t.consumers() {
+		for _, cc := range ccs {
+			if _, err := js.CreateOrUpdateConsumer(ctx, stream, cc); err != nil {
+				return fmt.Errorf("ensure consumer %s on %s: %w", cc.Durable, stream, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Consumer returns a durable consumer the topology created.
+func Consumer(ctx context.Context, js jetstream.JetStream, stream, durable string) (jetstream.Consumer, error) {
+	c, err := js.Consumer(ctx, stream, durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("consumer %s on stream %s is missing: was the topology ensured with the same --prefix and --partition-count?", durable, stream)
+	}
+	return c, err
+}

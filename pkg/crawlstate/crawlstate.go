@@ -1,0 +1,152 @@
+// Package crawlstate takes snapshots of a crawl from what every deployment
+// has in common (the JetStream streams and the frontier's store), to show
+// progress and to decide that a crawl is over.
+//
+// A crawl is over when every work stream is empty, nothing is in flight, the
+// host queues are empty (or the page budget is spent), and nothing moved
+// between two such snapshots. The last condition matters: snapshots read
+// streams one by one, and work could slip from an unread place into a read one.
+// Every move of work publishes a message (a stream's last sequence grows) or
+// queues a URL (the store's enqueued counter grows), so two idle snapshots
+// with the same counters mean nothing was in transit.
+package crawlstate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// StreamState is one stream's backlog and position.
+type StreamState struct {
+	Msgs    uint64 // messages not yet acked by their consumer
+	LastSeq uint64 // grows with every message ever published
+}
+
+// Snapshot is the crawl at one moment.
+type Snapshot struct {
+	At            time.Time
+	Discovered    StreamState
+	Frontier      StreamState
+	Fetch         StreamState
+	Pages         StreamState
+	Parsed        StreamState
+	ParserBacklog uint64 // pages the parser has not acked (taps excluded)
+	DeadLetters   uint64
+	Store         store.Stats
+	MaxPages      int
+}
+
+// Watcher reads snapshots.
+type Watcher struct {
+	JS         jetstream.JetStream
+	Names      subjects.Names
+	Store      store.Frontier
+	Partitions []int // all partitions of the crawl
+	MaxPages   int
+}
+
+// Snapshot reads the streams first, then the store.
+func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{At: time.Now(), MaxPages: w.MaxPages}
+	for _, st := range []struct {
+		name string
+		into *StreamState
+	}{
+		{w.Names.StreamDiscovered(), &s.Discovered},
+		{w.Names.StreamFrontier(), &s.Frontier},
+		{w.Names.StreamFetch(), &s.Fetch},
+		{w.Names.StreamPages(), &s.Pages},
+		{w.Names.StreamParsed(), &s.Parsed},
+	} {
+		info, err := streamInfo(ctx, w.JS, st.name)
+		if err != nil {
+			return s, err
+		}
+		*st.into = StreamState{Msgs: info.State.Msgs, LastSeq: info.State.LastSeq}
+	}
+	if info, err := streamInfo(ctx, w.JS, w.Names.StreamDLQ()); err == nil {
+		s.DeadLetters = info.State.Msgs
+	}
+	pc, err := w.JS.Consumer(ctx, w.Names.StreamPages(), w.Names.ConsumerParser())
+	if err != nil {
+		return s, fmt.Errorf("parser consumer: %w", err)
+	}
+	ci, err := pc.Info(ctx)
+	if err != nil {
+		return s, fmt.Errorf("parser consumer: %w", err)
+	}
+	s.ParserBacklog = ci.NumPending + uint64(ci.NumAckPending)
+	if s.Store, err = w.Store.Stats(ctx, w.Partitions); err != nil {
+		return s, fmt.Errorf("frontier store: %w", err)
+	}
+	return s, nil
+}
+
+func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	return st.Info(ctx)
+}
+
+// BudgetSpent reports whether --max-pages fetches have been issued.
+func (s Snapshot) BudgetSpent() bool {
+	return s.MaxPages > 0 && s.Store.Issued >= uint64(s.MaxPages)
+}
+
+// Idle reports whether nothing is queued or in flight anywhere.
+func (s Snapshot) Idle() bool {
+	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Fetch.Msgs == 0 &&
+		s.ParserBacklog == 0 && s.Store.InFlight == 0 &&
+		(s.Store.Queued == 0 || s.BudgetSpent())
+}
+
+// Still reports whether no work moved between s and later.
+func (s Snapshot) Still(later Snapshot) bool {
+	return s.Discovered.LastSeq == later.Discovered.LastSeq && s.Frontier.LastSeq == later.Frontier.LastSeq &&
+		s.Fetch.LastSeq == later.Fetch.LastSeq && s.Pages.LastSeq == later.Pages.LastSeq &&
+		s.Store.Enqueued == later.Store.Enqueued && s.Store.Issued == later.Store.Issued
+}
+
+// Finished reports whether the crawl is over given two snapshots, prev taken
+// before s.
+func Finished(prev, s Snapshot) bool { return prev.Idle() && s.Idle() && prev.Still(s) }
+
+// Queued is the work waiting anywhere before a fetch.
+func (s Snapshot) Queued() uint64 {
+	return uint64(max(s.Store.Queued, 0)) + s.Discovered.Msgs + s.Frontier.Msgs
+}
+
+// Wait polls until the crawl is finished or ctx ends, calling each (if not
+// nil) with every snapshot.
+func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snapshot)) (Snapshot, error) {
+	var prev *Snapshot
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s, err := w.Snapshot(ctx)
+		if err == nil {
+			if each != nil {
+				each(s)
+			}
+			if prev != nil && Finished(*prev, s) {
+				return s, nil
+			}
+			prev = &s
+		} else if ctx.Err() != nil {
+			return s, ctx.Err()
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,152 @@
+// Package scope decides which discovered URLs a crawl follows. The scope is
+// crawl-wide state in a JetStream key-value bucket, written by whoever injects
+// seeds (trawler seed, trawler run) and read by every parser replica, so the
+// seed command carries the crawl's scope and no service needs the seed list.
+package scope
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/pkg/urlx"
+)
+
+// entry is one value in the bucket. Keys: "any", "h.<hex host>", "d.<hex domain>".
+type entry struct {
+	Kind  string `json:"kind"` // host, domain or any
+	Value string `json:"value,omitempty"`
+}
+
+// negativeTTL bounds how long a host outside the scope is remembered before
+// the bucket is asked again (the watcher also clears it on any update).
+const negativeTTL = 30 * time.Second
+
+// Scope is a cached, live view of the crawl's scope.
+type Scope struct {
+	kv jetstream.KeyValue
+
+	mu      sync.Mutex
+	allowed map[string]bool      // keys known to be present
+	denied  map[string]time.Time // host -> when it was found out of scope
+}
+
+// Open creates the bucket if needed and starts watching it until ctx ends.
+func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Scope, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: names.ScopeBucket(), Description: "crawl scope: seed hosts and domains", Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scope bucket %s: %w", names.ScopeBucket(), err)
+	}
+	s := &Scope{kv: kv, allowed: map[string]bool{}, denied: map[string]time.Time{}}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch scope bucket: %w", err)
+	}
+	go s.watch(ctx, w)
+	return s, nil
+}
+
+func (s *Scope) watch(ctx context.Context, w jetstream.KeyWatcher) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			s.mu.Lock()
+			s.allowed[e.Key()] = true
+			clear(s.denied)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Add records the scope that seeds imply under mode (host, domain or any).
+func (s *Scope) Add(ctx context.Context, mode string, seeds []string) error {
+	for _, seed := range seeds {
+		host, err := urlx.Host(seed)
+		if err != nil {
+			return fmt.Errorf("scope of seed %q: %w", seed, err)
+		}
+		key, e := keyFor(mode, host)
+		if key == "" {
+			return fmt.Errorf("scope mode %q: want host, domain or any", mode)
+		}
+		data, _ := json.Marshal(e)
+		if _, err := s.kv.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("record scope %s: %w", key, err)
+		}
+		s.mu.Lock()
+		s.allowed[key] = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func keyFor(mode, host string) (string, entry) {
+	switch mode {
+	case config.ScopeAny:
+		return "any", entry{Kind: mode}
+	case config.ScopeHost:
+		return "h." + hex.EncodeToString([]byte(host)), entry{Kind: mode, Value: host}
+	case config.ScopeDomain:
+		d := urlx.RegistrableDomain(host)
+		return "d." + hex.EncodeToString([]byte(d)), entry{Kind: mode, Value: d}
+	}
+	return "", entry{}
+}
+
+// Allows reports whether URLs of host are in scope. A host the cache does not
+// know is looked up in the bucket, so a seed added a moment ago is honoured.
+func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
+	keys := []string{"any"}
+	for _, mode := range []string{config.ScopeHost, config.ScopeDomain} {
+		k, _ := keyFor(mode, host)
+		keys = append(keys, k)
+	}
+	s.mu.Lock()
+	for _, k := range keys {
+		if s.allowed[k] {
+			s.mu.Unlock()
+			return true, nil
+		}
+	}
+	if at, ok := s.denied[host]; ok && time.Since(at) < negativeTTL {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.mu.Unlock()
+
+	for _, k := range keys {
+		_, err := s.kv.Get(ctx, k)
+		if err == nil {
+			s.mu.Lock()
+			s.allowed[k] = true
+			s.mu.Unlock()
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, fmt.Errorf("scope lookup %s: %w", host, err)
+		}
+	}
+	s.mu.Lock()
+	s.denied[host] = time.Now()
+	s.mu.Unlock()
+	return false, nil
+}

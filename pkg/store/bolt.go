@@ -1,0 +1,585 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// Bolt is the embedded Store: one bbolt file, used by the all-in-one mode.
+//
+// Layout: a top-level bucket "p/<n>" per partition holding the sub-buckets
+// seen (8-byte big-endian fingerprint -> empty), queue (host 0x00 8-byte
+// big-endian order -> JSON Queued), inflight (host -> JSON InFlight) and meta
+// (counters, 8-byte big-endian), plus a "global" bucket for the page budget.
+// Every mutating method is a single bbolt transaction, so it is atomic and
+// durable (fsynced) when it returns.
+type Bolt struct {
+	db *bolt.DB
+}
+
+var _ Store = (*Bolt)(nil)
+
+// boltOpenTimeout bounds the wait for bbolt's file lock: a second process on
+// the same file fails fast with a clear error instead of hanging.
+const boltOpenTimeout = 2 * time.Second
+
+var (
+	bucketGlobal   = []byte("global")
+	bucketSeen     = []byte("seen")
+	bucketQueue    = []byte("queue")
+	bucketInFlight = []byte("inflight")
+	bucketMeta     = []byte("meta")
+)
+
+// Meta and global counter keys.
+const (
+	metaApplied  = "applied"
+	metaQueued   = "queued"
+	metaInFlight = "inflight"
+	metaEnqueued = "enqueued"
+	metaHead     = "head" // lowest queue order number in use (Expire pushes below it)
+	metaTail     = "tail" // next queue order number for an append
+	globalIssued = "issued"
+)
+
+// orderStart is where head and tail start, so that both appends (tail up)
+// and pushes to the front (head down) have 2^63 numbers of room.
+const orderStart = uint64(1) << 63
+
+// OpenBolt opens (creating if needed) the bbolt file at path.
+func OpenBolt(path string) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltOpenTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: file is locked (data dir in use by another trawler process?)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketGlobal)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: init %s: %w", path, err)
+	}
+	return &Bolt{db: db}, nil
+}
+
+// Close closes the file; later calls return ErrClosed.
+func (b *Bolt) Close() error { return b.db.Close() }
+
+// Seen reports which fingerprints partition p recorded.
+func (b *Bolt) Seen(ctx context.Context, p int, fps []uint64) ([]bool, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(fps))
+	err := b.view(func(tx *bolt.Tx) error {
+		part := readPart(tx, p)
+		if part == nil {
+			return nil
+		}
+		// A cursor seek tells "present" apart from "absent" without relying on
+		// how bbolt returns zero-length values.
+		c := part.Bucket(bucketSeen).Cursor()
+		var key [8]byte
+		for i, fp := range fps {
+			binary.BigEndian.PutUint64(key[:], fp)
+			k, _ := c.Seek(key[:])
+			out[i] = bytes.Equal(k, key[:])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Record adds fingerprints to partition p's seen set.
+func (b *Bolt) Record(ctx context.Context, p int, fps []uint64) error {
+	if err := checkArgs(ctx, p); err != nil {
+		return err
+	}
+	if len(fps) == 0 {
+		return nil
+	}
+	// Sorted inserts touch each B+tree page once.
+	sorted := slices.Clone(fps)
+	slices.Sort(sorted)
+	return b.update(func(tx *bolt.Tx) error {
+		part, err := writePart(tx, p)
+		if err != nil {
+			return err
+		}
+		seen := part.Bucket(bucketSeen)
+		for _, fp := range sorted {
+			if err := seen.Put(be64(fp), []byte{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Apply applies one intake batch; see Frontier.Apply.
+func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, done []Done) (bool, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return false, err
+	}
+	items, err := encodeQueued(enqueue)
+	if err != nil {
+		return false, err
+	}
+	applied := false
+	err = b.update(func(tx *bolt.Tx) error {
+		var last uint64
+		if old := readPart(tx, p); old != nil {
+			last = getU64(old.Bucket(bucketMeta), metaApplied)
+		}
+		if seq <= last {
+			return nil // a replay of a batch already applied
+		}
+		part, err := writePart(tx, p)
+		if err != nil {
+			return err
+		}
+		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+
+		tail := getU64Or(meta, metaTail, orderStart)
+		for _, it := range items {
+			if err := queue.Put(queueKey(it.host, tail), it.data); err != nil {
+				return err
+			}
+			tail++
+		}
+		freed := int64(0)
+		for _, d := range done {
+			in, ok, err := getInFlight(inflight, p, d.Host)
+			if err != nil {
+				return err
+			}
+			if !ok || in.Task.ID != d.TaskID {
+				continue // stale: the host moved on to another task
+			}
+			if err := inflight.Delete([]byte(d.Host)); err != nil {
+				return err
+			}
+			freed++
+		}
+		applied = true
+		return putMeta(meta,
+			kv{metaTail, tail},
+			kv{metaApplied, seq},
+			kv{metaEnqueued, getU64(meta, metaEnqueued) + uint64(len(items))},
+			kv{metaQueued, getU64(meta, metaQueued) + uint64(len(items))},
+			kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
+		)
+	})
+	if err != nil {
+		return false, err // rolled back
+	}
+	return applied, nil
+}
+
+// Pop issues the head URL of each requested host; see Frontier.Pop.
+func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return nil, err
+	}
+	var out []InFlight
+	err := b.update(func(tx *bolt.Tx) error {
+		part := readPart(tx, p) // sub-buckets are created together with it
+		if part == nil {
+			return nil
+		}
+		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+		for _, r := range reqs {
+			if validHost(r.Host) != nil || inflight.Get([]byte(r.Host)) != nil {
+				continue
+			}
+			key, val := queueHead(queue, r.Host)
+			if key == nil {
+				continue
+			}
+			var q Queued
+			if err := json.Unmarshal(val, &q); err != nil {
+				return fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
+			}
+			in := newInFlight(p, q, r)
+			data, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			if err := queue.Delete(slices.Clone(key)); err != nil {
+				return err
+			}
+			if err := inflight.Put([]byte(r.Host), data); err != nil {
+				return err
+			}
+			out = append(out, in)
+		}
+		n := uint64(len(out))
+		return putMeta(meta,
+			kv{metaQueued, getU64(meta, metaQueued) - n},
+			kv{metaInFlight, getU64(meta, metaInFlight) + n},
+		)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Expire handles a task whose lease ran out; see Frontier.Expire.
+func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttempts int) (bool, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return false, err
+	}
+	requeued := false
+	err := b.update(func(tx *bolt.Tx) error {
+		part := readPart(tx, p)
+		if part == nil {
+			return nil
+		}
+		in, ok, err := getInFlight(part.Bucket(bucketInFlight), p, host)
+		if err != nil || !ok || in.Task.ID != taskID {
+			return err // no task, or a stale one: ignore
+		}
+		meta := part.Bucket(bucketMeta)
+		if err := part.Bucket(bucketInFlight).Delete([]byte(host)); err != nil {
+			return err
+		}
+		counters := []kv{{metaInFlight, getU64(meta, metaInFlight) - 1}}
+		if in.Task.Attempt < maxAttempts {
+			data, err := json.Marshal(retry(in))
+			if err != nil {
+				return err
+			}
+			head := getU64Or(meta, metaHead, orderStart) - 1
+			if err := part.Bucket(bucketQueue).Put(queueKey(host, head), data); err != nil {
+				return err
+			}
+			counters = append(counters, kv{metaHead, head}, kv{metaQueued, getU64(meta, metaQueued) + 1})
+			requeued = true
+		}
+		return putMeta(meta, counters...)
+	})
+	if err != nil {
+		return false, err // rolled back
+	}
+	return requeued, nil
+}
+
+// Load returns partition p's applied sequence and its non-idle hosts.
+func (b *Bolt) Load(ctx context.Context, p int) (PartitionState, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return PartitionState{}, err
+	}
+	var st PartitionState
+	err := b.view(func(tx *bolt.Tx) error {
+		part := readPart(tx, p)
+		if part == nil {
+			return nil
+		}
+		st.Applied = getU64(part.Bucket(bucketMeta), metaApplied)
+		hosts := map[string]*HostState{}
+		state := func(h string) *HostState {
+			if hosts[h] == nil {
+				hosts[h] = &HostState{Host: h}
+			}
+			return hosts[h]
+		}
+		// Queue keys sort by host, so this is one sequential scan.
+		err := part.Bucket(bucketQueue).ForEach(func(k, _ []byte) error {
+			host, ok := hostOfQueueKey(k)
+			if !ok {
+				return fmt.Errorf("store: partition %d: corrupt queue key %x", p, k)
+			}
+			state(host).Queued++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = part.Bucket(bucketInFlight).ForEach(func(k, v []byte) error {
+			in, err := decodeInFlight(v)
+			if err != nil {
+				return fmt.Errorf("store: partition %d: corrupt in-flight entry of host %q: %w", p, k, err)
+			}
+			state(string(k)).InFlight = &in
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		st.Hosts = sortedHosts(hosts)
+		return nil
+	})
+	return st, err
+}
+
+// TakeBudget takes up to n units of the global page budget.
+func (b *Bolt) TakeBudget(ctx context.Context, n, max int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	granted := 0
+	err := b.update(func(tx *bolt.Tx) error {
+		g := tx.Bucket(bucketGlobal)
+		issued := getU64(g, globalIssued)
+		granted = grant(n, max, issued)
+		return putMeta(g, kv{globalIssued, issued + uint64(granted)})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return granted, nil
+}
+
+// Stats sums the counters of the given partitions.
+func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	var s Stats
+	err := b.view(func(tx *bolt.Tx) error {
+		s.Issued = getU64(tx.Bucket(bucketGlobal), globalIssued)
+		for _, p := range partitions {
+			part := readPart(tx, p)
+			if part == nil {
+				continue
+			}
+			meta := part.Bucket(bucketMeta)
+			s.Queued += int64(getU64(meta, metaQueued))
+			s.InFlight += int64(getU64(meta, metaInFlight))
+			s.Enqueued += getU64(meta, metaEnqueued)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// update and view map bbolt's "not open" to ErrClosed.
+func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.db.Update(fn)) }
+func (b *Bolt) view(fn func(*bolt.Tx) error) error   { return boltErr(b.db.View(fn)) }
+
+func boltErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+func partName(p int) []byte { return []byte("p/" + strconv.Itoa(p)) }
+
+// readPart returns partition p's bucket, or nil if p was never written.
+func readPart(tx *bolt.Tx, p int) *bolt.Bucket { return tx.Bucket(partName(p)) }
+
+// writePart returns partition p's bucket, creating it and its sub-buckets.
+func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
+	part, err := tx.CreateBucketIfNotExists(partName(p))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta} {
+		if _, err := part.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	return part, nil
+}
+
+// be64 encodes fingerprints and counters: big-endian sorts like the numbers.
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// queueKey is host 0x00 order: seeking to host 0x00 lands on the host's head,
+// and hosts never contain 0x00 (validHost), so one host's keys never mix with
+// another's whose name it is a prefix of.
+func queueKey(host string, order uint64) []byte {
+	k := make([]byte, 0, len(host)+9)
+	k = append(k, host...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, order)
+}
+
+func hostOfQueueKey(k []byte) (string, bool) {
+	if len(k) < 9 || k[len(k)-9] != 0 {
+		return "", false
+	}
+	return string(k[:len(k)-9]), true
+}
+
+// queueHead returns the key and value of host's first queued URL, or nil.
+func queueHead(queue *bolt.Bucket, host string) (key, val []byte) {
+	prefix := append([]byte(host), 0)
+	k, v := queue.Cursor().Seek(prefix)
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+		return nil, nil
+	}
+	return k, v
+}
+
+func getInFlight(b *bolt.Bucket, p int, host string) (InFlight, bool, error) {
+	v := b.Get([]byte(host))
+	if v == nil {
+		return InFlight{}, false, nil
+	}
+	in, err := decodeInFlight(v)
+	if err != nil {
+		return InFlight{}, false, fmt.Errorf("store: partition %d: corrupt in-flight entry of host %q: %w", p, host, err)
+	}
+	return in, true, nil
+}
+
+type kv struct {
+	key string
+	val uint64
+}
+
+func getU64(b *bolt.Bucket, key string) uint64 { return getU64Or(b, key, 0) }
+
+func getU64Or(b *bolt.Bucket, key string, def uint64) uint64 {
+	v := b.Get([]byte(key))
+	if len(v) != 8 {
+		return def
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// putMeta writes counters; signed ones (queued, inflight) are stored as
+// their two's-complement uint64, so plain uint64 arithmetic works on them.
+func putMeta(b *bolt.Bucket, kvs ...kv) error {
+	for _, e := range kvs {
+		if err := b.Put([]byte(e.key), be64(e.val)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- helpers shared by both backends, so their semantics stay identical ----
+
+// checkArgs rejects a done context and a negative partition.
+func checkArgs(ctx context.Context, p int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p < 0 {
+		return fmt.Errorf("store: invalid partition %d", p)
+	}
+	return nil
+}
+
+// validHost rejects host names that would break the key layouts.
+func validHost(h string) error {
+	if h == "" || strings.ContainsRune(h, 0) {
+		return fmt.Errorf("store: invalid host %q", h)
+	}
+	return nil
+}
+
+type encodedQueued struct {
+	host string
+	data []byte
+}
+
+// encodeQueued validates and JSON-encodes an intake batch; a URL without an
+// attempt count is a new one (Attempt 1).
+func encodeQueued(enqueue []Queued) ([]encodedQueued, error) {
+	out := make([]encodedQueued, len(enqueue))
+	for i, q := range enqueue {
+		if err := validHost(q.Host); err != nil {
+			return nil, err
+		}
+		if q.Attempt < 1 {
+			q.Attempt = 1
+		}
+		data, err := json.Marshal(q)
+		if err != nil {
+			return nil, fmt.Errorf("store: encode %s: %w", q.Link.URL, err)
+		}
+		out[i] = encodedQueued{q.Host, data}
+	}
+	return out, nil
+}
+
+// newInFlight builds the task issued for queued URL q.
+func newInFlight(p int, q Queued, r Issue) InFlight {
+	return InFlight{
+		Task: messages.FetchTask{
+			V:         messages.Version,
+			ID:        r.TaskID,
+			Partition: p,
+			Host:      r.Host,
+			URL:       q.Link.URL,
+			Depth:     q.Link.Depth,
+			Hops:      q.Link.Hops,
+			Attempt:   q.Attempt,
+			IssuedAt:  r.IssuedAt,
+			Deadline:  r.Deadline,
+		},
+		LeaseUntil: r.LeaseUntil,
+	}
+}
+
+// retry is the queue entry that re-issues an expired task's URL.
+func retry(in InFlight) Queued {
+	t := in.Task
+	return Queued{
+		Host:    t.Host,
+		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops},
+		Attempt: t.Attempt + 1,
+	}
+}
+
+func decodeInFlight(data []byte) (InFlight, error) {
+	var in InFlight
+	err := json.Unmarshal(data, &in)
+	return in, err
+}
+
+// grant is TakeBudget's rule: unlimited when max <= 0, else what is left.
+func grant(n, max int, issued uint64) int {
+	if n <= 0 {
+		return 0
+	}
+	if max <= 0 {
+		return n
+	}
+	if issued >= uint64(max) {
+		return 0
+	}
+	return int(min(uint64(n), uint64(max)-issued))
+}
+
+func sortedHosts(m map[string]*HostState) []HostState {
+	out := make([]HostState, 0, len(m))
+	for _, h := range m {
+		out = append(out, *h)
+	}
+	slices.SortFunc(out, func(a, b HostState) int { return strings.Compare(a.Host, b.Host) })
+	return out
+}

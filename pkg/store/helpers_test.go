@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// opener opens a test's store; calling it again after Close reopens the same
+// data (bolt: the same file; redis: a new client on the same prefix).
+type opener func() Store
+
+// backend makes an empty, isolated store namespace for one test.
+type backend func(t testing.TB) opener
+
+func boltBackend(t testing.TB) opener {
+	path := filepath.Join(t.TempDir(), "trawler.db")
+	return func() Store {
+		s, err := OpenBolt(path)
+		if err != nil {
+			t.Fatalf("OpenBolt: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// redisBackend isolates each test under a random prefix and deletes its
+// keys afterwards. Several addrs make a Ring.
+func redisBackend(addrs []string) backend { return redisBackendMode(addrs, false) }
+
+// redisBackendMode is redisBackend, optionally against Redis Cluster.
+func redisBackendMode(addrs []string, cluster bool) backend {
+	return func(t testing.TB) opener {
+		prefix := randomPrefix(t)
+		t.Cleanup(func() { deleteKeys(t, addrs, prefix) })
+		return func() Store {
+			s, err := OpenRedis(context.Background(), addrs, cluster, prefix)
+			if err != nil {
+				t.Fatalf("OpenRedis: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
+}
+
+func randomPrefix(t testing.TB) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "trawlertest-" + hex.EncodeToString(b[:])
+}
+
+// deleteKeys removes every key of a test prefix from every shard.
+func deleteKeys(t testing.TB, addrs []string, prefix string) {
+	ctx := context.Background()
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		keys, err := scanKeys(ctx, c, prefix)
+		if err == nil && len(keys) > 0 {
+			// One DEL per key: a multi-key DEL fails across Cluster slots.
+			_, err = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for _, k := range keys {
+					pipe.Del(ctx, k)
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			t.Errorf("cleanup of %s on %s: %v", prefix, addr, err)
+		}
+		c.Close()
+	}
+}
+
+func scanKeys(ctx context.Context, c *redis.Client, prefix string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+var localRedis struct {
+	once sync.Once
+	ok   bool
+}
+
+const localRedisAddr = "127.0.0.1:6379"
+
+// redisAddr picks the Redis the tests run against: $REDIS_ADDR when set
+// (which must then be reachable), else a local Redis on the default port,
+// else an in-process miniredis.
+func redisAddr(t testing.TB) string {
+	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+		if err := pingAddr(addr); err != nil {
+			t.Fatalf("REDIS_ADDR=%s is set but unreachable: %v", addr, err)
+		}
+		return addr
+	}
+	localRedis.once.Do(func() { localRedis.ok = pingAddr(localRedisAddr) == nil })
+	if localRedis.ok {
+		return localRedisAddr
+	}
+	t.Logf("no $REDIS_ADDR and no Redis at %s: falling back to miniredis", localRedisAddr)
+	return miniredis.RunT(t).Addr()
+}
+
+func pingAddr(addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+// startRedisServer runs a throwaway redis-server on a free port; the test is
+// skipped when the binary is missing.
+func startRedisServer(t *testing.T, extra ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	_, port, _ := net.SplitHostPort(addr)
+	args := append([]string{"--port", port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for pingAddr(addr) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not come up:\n%s", addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return addr
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedisCluster runs a one-node Redis Cluster owning all 16384 slots:
+// enough to prove that every script and pipeline respects slot rules (Redis
+// rejects cross-slot commands even when one node owns every slot).
+func startRedisCluster(t *testing.T) string {
+	t.Helper()
+	addr := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster on %s not ok: %v %s", addr, err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,804 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// ---- the conformance suite, run against every backend ----
+
+func runSuite(t *testing.T, newStore backend) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, open opener)
+	}{
+		{"SeenRecord", testSeenRecord},
+		{"ApplyReplay", testApplyReplay},
+		{"FIFO", testFIFO},
+		{"StaleDone", testStaleDone},
+		{"PopSkips", testPopSkips},
+		{"Expire", testExpire},
+		{"Reopen", testReopen},
+		{"Budget", testBudget},
+		{"BudgetConcurrent", testBudgetConcurrent},
+		{"Stats", testStats},
+		{"BadArgs", testBadArgs},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, newStore(t)) })
+	}
+}
+
+func TestBolt(t *testing.T) { runSuite(t, boltBackend) }
+
+func TestRedis(t *testing.T) {
+	runSuite(t, redisBackend([]string{redisAddr(t)}))
+}
+
+// TestRing runs the suite on a client-side Ring of two throwaway Redis
+// servers and checks that every key of a partition lands on one shard.
+func TestRing(t *testing.T) {
+	addrs := []string{startRedisServer(t), startRedisServer(t)}
+	runSuite(t, redisBackend(addrs))
+
+	t.Run("PartitionOnOneShard", func(t *testing.T) {
+		prefix := randomPrefix(t)
+		t.Cleanup(func() { deleteKeys(t, addrs, prefix) })
+		s, err := OpenRedis(context.Background(), addrs, false, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		const parts = 16
+		for p := range parts {
+			fillPartition(t, s, p)
+		}
+		mustBudget(t, s, 1, 0)
+
+		shardsOf := map[string]map[string]bool{} // hash tag -> shards
+		kinds := map[string]map[string]bool{}    // hash tag -> key kinds
+		perShard := map[string]int{}
+		for _, addr := range addrs {
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			keys, err := scanKeys(context.Background(), c, prefix)
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				tag, kind := splitKey(t, prefix, k)
+				if shardsOf[tag] == nil {
+					shardsOf[tag], kinds[tag] = map[string]bool{}, map[string]bool{}
+				}
+				shardsOf[tag][addr] = true
+				kinds[tag][kind] = true
+				perShard[addr]++
+			}
+		}
+		if len(shardsOf) != parts+1 {
+			t.Errorf("got %d hash tags, want %d partitions + global", len(shardsOf), parts)
+		}
+		for tag, shards := range shardsOf {
+			if len(shards) != 1 {
+				t.Errorf("keys of %s are spread over %d shards", tag, len(shards))
+			}
+			if tag != prefix+":global" && len(kinds[tag]) != 5 {
+				t.Errorf("%s has key kinds %v, want seen, hosts, q, inflight, meta", tag, kinds[tag])
+			}
+		}
+		for _, addr := range addrs {
+			if perShard[addr] == 0 {
+				t.Errorf("shard %s got no keys: nothing was sharded", addr)
+			}
+		}
+	})
+}
+
+// TestCluster runs the suite on Redis Cluster (one node, all slots).
+func TestCluster(t *testing.T) {
+	runSuite(t, redisBackendMode([]string{startRedisCluster(t)}, true))
+}
+
+// fillPartition creates every kind of key in partition p.
+func fillPartition(t *testing.T, s Store, p int) {
+	ctx := context.Background()
+	if err := s.Record(ctx, p, []uint64{uint64(p)}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, p, 1, []Queued{q("a.example", "http://a.example/1"), q("a.example", "http://a.example/2")}, nil)
+	mustPop(t, s, p, issue("a.example", "t1"))
+}
+
+// splitKey returns the hash tag and the kind (seen, q, meta...) of a key.
+func splitKey(t *testing.T, prefix, key string) (tag, kind string) {
+	rest, ok := strings.CutPrefix(key, prefix+":{")
+	if !ok {
+		t.Fatalf("key %q lacks the prefix and hash tag", key)
+	}
+	tag, rest, ok = strings.Cut(rest, "}:")
+	if !ok {
+		t.Fatalf("key %q: unterminated hash tag", key)
+	}
+	kind, _, _ = strings.Cut(rest, ":")
+	return tag, kind
+}
+
+func testSeenRecord(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	const p = 3
+	if got := mustSeen(t, s, p, nil); len(got) != 0 {
+		t.Errorf("Seen(nil) = %v", got)
+	}
+	if got := mustSeen(t, s, p, []uint64{1, 2, 3}); !slices.Equal(got, []bool{false, false, false}) {
+		t.Errorf("Seen on empty set = %v", got)
+	}
+	if err := s.Record(ctx, p, []uint64{1, 2, 2, 3, 1, 0, math.MaxUint64}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, p, []uint64{3, 4, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := mustSeen(t, s, p, []uint64{0, 1, 2, 3, 4, 5, 1, math.MaxUint64, math.MaxUint64 - 1, 4})
+	want := []bool{true, true, true, true, true, false, true, true, false, true}
+	if !slices.Equal(got, want) {
+		t.Errorf("Seen = %v, want %v", got, want)
+	}
+	if got := mustSeen(t, s, p+1, []uint64{1, 2}); !slices.Equal(got, []bool{false, false}) {
+		t.Errorf("another partition sees %v", got)
+	}
+
+	// A batch larger than one Redis command chunk, with repeats.
+	rng := rand.New(rand.NewPCG(1, 2))
+	fps := make([]uint64, 3*seenChunk+17)
+	for i := range fps {
+		fps[i] = rng.Uint64()
+	}
+	known := fps[:len(fps)/2]
+	if err := s.Record(ctx, p, append(slices.Clone(known), known[:100]...)); err != nil {
+		t.Fatal(err)
+	}
+	got = mustSeen(t, s, p, fps)
+	for i, seen := range got {
+		if seen != (i < len(known)) {
+			t.Fatalf("big batch: Seen[%d] = %v, want %v", i, seen, i < len(known))
+		}
+	}
+}
+
+func testApplyReplay(t *testing.T, open opener) {
+	s := open()
+	const p = 5
+	if mustApply(t, s, p, 0, []Queued{q("a", "http://a/0")}, nil) {
+		t.Error("seq 0 applied on a fresh partition: not above applied 0")
+	}
+	if !mustApply(t, s, p, 5, []Queued{q("a", "http://a/1"), q("a", "http://a/2")}, nil) {
+		t.Fatal("first batch not applied")
+	}
+	if mustApply(t, s, p, 5, []Queued{q("a", "http://a/x")}, nil) {
+		t.Error("same seq applied twice")
+	}
+	if mustApply(t, s, p, 4, []Queued{q("b", "http://b/x")}, nil) {
+		t.Error("lower seq applied")
+	}
+	st := mustLoad(t, s, p)
+	if st.Applied != 5 || len(st.Hosts) != 1 || st.Hosts[0].Queued != 2 {
+		t.Errorf("after replays: %s", dump(st))
+	}
+	if !mustApply(t, s, p, 9, []Queued{q("b", "http://b/1")}, nil) {
+		t.Fatal("higher seq not applied")
+	}
+	if !mustApply(t, s, p, 10, nil, nil) {
+		t.Error("empty batch not applied")
+	}
+	if st := mustLoad(t, s, p); st.Applied != 10 || len(st.Hosts) != 2 {
+		t.Errorf("after seq 10: %s", dump(st))
+	}
+	wantStats(t, s, []int{p}, Stats{Queued: 3, Enqueued: 3})
+	// Large sequences compare exactly (Redis compares them as strings).
+	if !mustApply(t, s, p, math.MaxUint64-1, nil, nil) || mustApply(t, s, p, math.MaxUint64-2, nil, nil) {
+		t.Error("large sequences misordered")
+	}
+	if st := mustLoad(t, s, p); st.Applied != math.MaxUint64-1 {
+		t.Errorf("Applied = %d", st.Applied)
+	}
+}
+
+func testFIFO(t *testing.T, open opener) {
+	s := open()
+	const p = 1
+	mustApply(t, s, p, 1, []Queued{
+		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 2, Hops: 1}},
+		q("b", "http://b/1"),
+		q("a", "http://a/2"),
+	}, nil)
+	mustApply(t, s, p, 2, []Queued{q("a", "http://a/3")}, nil)
+
+	iss := issue("a", "t-a1")
+	got := mustPop(t, s, p, iss)
+	if len(got) != 1 {
+		t.Fatalf("Pop = %s", dump(got))
+	}
+	want := InFlight{
+		Task: messages.FetchTask{
+			V: messages.Version, ID: "t-a1", Partition: p, Host: "a", URL: "http://a/1",
+			Depth: 2, Hops: 1, Attempt: 1, IssuedAt: iss.IssuedAt, Deadline: iss.Deadline,
+		},
+		LeaseUntil: iss.LeaseUntil,
+	}
+	if dump(got[0]) != dump(want) {
+		t.Errorf("task = %s\nwant   %s", dump(got[0]), dump(want))
+	}
+	seq := uint64(3)
+	done := func(host, id string) {
+		mustApply(t, s, p, seq, nil, []Done{{Host: host, TaskID: id}})
+		seq++
+	}
+	done("a", "t-a1")
+	var urls []string
+	for i := range 5 {
+		id := fmt.Sprintf("t%d", i)
+		in := mustPop(t, s, p, issue("a", id))
+		if len(in) == 0 {
+			break
+		}
+		urls = append(urls, in[0].Task.URL)
+		done("a", id)
+	}
+	if want := []string{"http://a/2", "http://a/3"}; !slices.Equal(urls, want) {
+		t.Errorf("host a popped %v, want %v", urls, want)
+	}
+	if in := mustPop(t, s, p, issue("b", "tb")); len(in) != 1 || in[0].Task.URL != "http://b/1" {
+		t.Errorf("host b: %s", dump(in))
+	}
+}
+
+func testStaleDone(t *testing.T, open opener) {
+	s := open()
+	const p = 2
+	mustApply(t, s, p, 1, []Queued{q("a", "http://a/1"), q("a", "http://a/2"), q("b", "http://b/1")}, nil)
+	mustPop(t, s, p, issue("a", "t1"), issue("b", "tb"))
+
+	// Wrong task ID and unknown host: both ignored, the batch still applies.
+	if !mustApply(t, s, p, 2, nil, []Done{{Host: "a", TaskID: "t0"}, {Host: "zzz", TaskID: "t1"}}) {
+		t.Fatal("batch with stale dones not applied")
+	}
+	if in := mustPop(t, s, p, issue("a", "t2")); len(in) != 0 {
+		t.Errorf("stale done freed the host: %s", dump(in))
+	}
+	wantStats(t, s, []int{p}, Stats{Queued: 1, InFlight: 2, Enqueued: 3})
+	st := mustLoad(t, s, p)
+	if len(st.Hosts) != 2 || st.Hosts[0].InFlight == nil || st.Hosts[0].InFlight.Task.ID != "t1" || st.Hosts[0].Queued != 1 {
+		t.Errorf("after stale done: %s", dump(st))
+	}
+
+	// The matching done frees a; b gets a new URL and is freed in one batch.
+	mustApply(t, s, p, 3, []Queued{q("b", "http://b/2")}, []Done{{Host: "a", TaskID: "t1"}, {Host: "b", TaskID: "tb"}})
+	wantStats(t, s, []int{p}, Stats{Queued: 2, InFlight: 0, Enqueued: 4})
+	st = mustLoad(t, s, p)
+	if len(st.Hosts) != 2 || st.Hosts[0].InFlight != nil || st.Hosts[1].InFlight != nil ||
+		st.Hosts[0].Queued != 1 || st.Hosts[1].Queued != 1 {
+		t.Errorf("after done: %s", dump(st))
+	}
+	in := mustPop(t, s, p, issue("a", "t3"), issue("b", "t4"))
+	if len(in) != 2 || in[0].Task.URL != "http://a/2" || in[1].Task.URL != "http://b/2" {
+		t.Errorf("Pop after done: %s", dump(in))
+	}
+	// Freeing the last task of a host with an empty queue makes it idle.
+	mustApply(t, s, p, 4, nil, []Done{{Host: "a", TaskID: "t3"}, {Host: "b", TaskID: "t4"}})
+	if st := mustLoad(t, s, p); len(st.Hosts) != 0 {
+		t.Errorf("idle hosts still loaded: %s", dump(st))
+	}
+}
+
+func testPopSkips(t *testing.T, open opener) {
+	s := open()
+	const p = 4
+	mustApply(t, s, p, 1, []Queued{q("a", "http://a/1"), q("a", "http://a/2"), q("c", "http://c/1"), q("c", "http://c/2")}, nil)
+	mustPop(t, s, p, issue("c", "tc"))
+	if got := mustPop(t, s, p); len(got) != 0 {
+		t.Errorf("Pop() = %s", dump(got))
+	}
+	got := mustPop(t, s, p, issue("b", "tb"), issue("a", "ta"), issue("c", "tc2"), issue("a", "ta2"), issue("", "te"))
+	if len(got) != 1 || got[0].Task.ID != "ta" || got[0].Task.URL != "http://a/1" {
+		t.Errorf("Pop = %s, want only a/1 as ta", dump(got))
+	}
+	wantStats(t, s, []int{p}, Stats{Queued: 2, InFlight: 2, Enqueued: 4})
+	st := mustLoad(t, s, p)
+	if len(st.Hosts) != 2 || st.Hosts[1].InFlight.Task.ID != "tc" || st.Hosts[1].Queued != 1 {
+		t.Errorf("Load = %s", dump(st))
+	}
+}
+
+func testExpire(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	const p, maxAttempts = 6, 3
+	mustApply(t, s, p, 1, []Queued{
+		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 3, Hops: 2}},
+		q("a", "http://a/2"),
+	}, nil)
+	mustPop(t, s, p, issue("a", "t1"))
+
+	expire := func(host, id string, want bool) {
+		t.Helper()
+		got, err := s.Expire(ctx, p, host, id, maxAttempts)
+		if err != nil || got != want {
+			t.Fatalf("Expire(%s, %s) = %v, %v; want %v", host, id, got, err, want)
+		}
+	}
+	expire("a", "wrong", false)
+	expire("nobody", "t1", false)
+	wantStats(t, s, []int{p}, Stats{Queued: 1, InFlight: 1, Enqueued: 2})
+
+	// Requeued at the head, with Attempt+1 and its depth and hops.
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			in := mustPop(t, s, p, issue("a", fmt.Sprintf("t%d", attempt)))
+			if len(in) != 1 {
+				t.Fatalf("attempt %d: nothing popped", attempt)
+			}
+			tk := in[0].Task
+			if tk.URL != "http://a/1" || tk.Attempt != attempt || tk.Depth != 3 || tk.Hops != 2 {
+				t.Fatalf("attempt %d: task %s", attempt, dump(tk))
+			}
+		}
+		expire("a", fmt.Sprintf("t%d", attempt), attempt < maxAttempts)
+		expire("a", fmt.Sprintf("t%d", attempt), false) // already handled
+	}
+	// Dropped after maxAttempts; the host is free for the next URL.
+	wantStats(t, s, []int{p}, Stats{Queued: 1, InFlight: 0, Enqueued: 2})
+	in := mustPop(t, s, p, issue("a", "t9"))
+	if len(in) != 1 || in[0].Task.URL != "http://a/2" || in[0].Task.Attempt != 1 {
+		t.Fatalf("after drop: %s", dump(in))
+	}
+	got, err := s.Expire(ctx, p, "a", "t9", 1)
+	if err != nil || got {
+		t.Fatalf("Expire with maxAttempts 1 = %v, %v; want dropped", got, err)
+	}
+	if st := mustLoad(t, s, p); len(st.Hosts) != 0 {
+		t.Errorf("host still loaded after its last URL was dropped: %s", dump(st))
+	}
+	wantStats(t, s, []int{p}, Stats{Enqueued: 2})
+}
+
+func testReopen(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	parts := []int{0, 7}
+	for _, p := range parts {
+		if err := s.Record(ctx, p, []uint64{10, 20, uint64(p)}); err != nil {
+			t.Fatal(err)
+		}
+		mustApply(t, s, p, 3, []Queued{q("a", "http://a/1"), q("a", "http://a/2"), q("b", "http://b/1"), q("a", "http://a/3")}, nil)
+		mustPop(t, s, p, issue("a", "ta"))
+		mustApply(t, s, p, 4, []Queued{q("c", "http://c/1")}, nil)
+	}
+	mustBudget(t, s, 5, 0)
+	before := map[int]string{}
+	for _, p := range parts {
+		before[p] = dump(mustLoad(t, s, p))
+	}
+	stats := mustStats(t, s, parts)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seen(ctx, 0, []uint64{1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Seen after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Apply(ctx, 0, 99, nil, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Apply after Close: %v, want ErrClosed", err)
+	}
+
+	s = open()
+	for _, p := range parts {
+		if after := dump(mustLoad(t, s, p)); after != before[p] {
+			t.Errorf("partition %d after reopen:\n%s\nwant\n%s", p, after, before[p])
+		}
+		if got := mustSeen(t, s, p, []uint64{10, 20, 30}); !slices.Equal(got, []bool{true, true, false}) {
+			t.Errorf("Seen after reopen = %v", got)
+		}
+	}
+	wantStats(t, s, parts, stats)
+
+	// Work goes on where it stopped: appends after the old tail, a requeue
+	// before the old head.
+	p := parts[1]
+	mustApply(t, s, p, 5, []Queued{q("a", "http://a/4")}, nil)
+	if requeued, err := s.Expire(ctx, p, "a", "ta", 2); err != nil || !requeued {
+		t.Fatalf("Expire after reopen = %v, %v", requeued, err)
+	}
+	var urls []string
+	for i := range 6 {
+		id := fmt.Sprintf("r%d", i)
+		in := mustPop(t, s, p, issue("a", id))
+		if len(in) == 0 {
+			break
+		}
+		urls = append(urls, in[0].Task.URL)
+		mustApply(t, s, p, uint64(10+i), nil, []Done{{Host: "a", TaskID: id}})
+	}
+	if want := []string{"http://a/1", "http://a/2", "http://a/3", "http://a/4"}; !slices.Equal(urls, want) {
+		t.Errorf("after reopen host a popped %v, want %v", urls, want)
+	}
+	if got := mustBudget(t, s, 1, 0); got != 1 || mustStats(t, s, nil).Issued != 6 {
+		t.Errorf("budget not kept across reopen")
+	}
+}
+
+func testBudget(t *testing.T, open opener) {
+	s := open()
+	steps := []struct{ n, max, want int }{
+		{3, 0, 3},   // unlimited, still counted
+		{0, 10, 0},  // nothing asked
+		{-2, 10, 0}, // nonsense asked
+		{5, 10, 5},
+		{5, 10, 2}, // only 2 left
+		{5, 10, 0},
+		{5, 5, 0}, // already above a lower max
+		{4, -1, 4},
+	}
+	for _, st := range steps {
+		if got := mustBudget(t, s, st.n, st.max); got != st.want {
+			t.Errorf("TakeBudget(%d, %d) = %d, want %d", st.n, st.max, got, st.want)
+		}
+	}
+	for _, parts := range [][]int{nil, {0}, {1, 2, 3}} {
+		if got := mustStats(t, s, parts).Issued; got != 14 {
+			t.Errorf("Stats(%v).Issued = %d, want 14", parts, got)
+		}
+	}
+}
+
+func testBudgetConcurrent(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	const max, workers = 300, 24
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				got, err := s.TakeBudget(ctx, 1+w%5, max)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got == 0 {
+					return
+				}
+				mu.Lock()
+				total += got
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if total != max {
+		t.Errorf("granted %d in total, want %d", total, max)
+	}
+	if got := mustStats(t, s, nil).Issued; got != max {
+		t.Errorf("Issued = %d, want %d", got, max)
+	}
+}
+
+func testStats(t *testing.T, open opener) {
+	s := open()
+	wantStats(t, s, []int{1, 2}, Stats{})
+	mustApply(t, s, 1, 1, []Queued{q("a", "http://a/1"), q("a", "http://a/2")}, nil)
+	mustApply(t, s, 2, 1, []Queued{q("b", "http://b/1"), q("c", "http://c/1"), q("c", "http://c/2")}, nil)
+	mustPop(t, s, 2, issue("b", "tb"), issue("c", "tc"))
+	mustBudget(t, s, 2, 0)
+	wantStats(t, s, []int{1}, Stats{Queued: 2, Enqueued: 2, Issued: 2})
+	wantStats(t, s, []int{2}, Stats{Queued: 1, InFlight: 2, Enqueued: 3, Issued: 2})
+	wantStats(t, s, []int{1, 2, 3}, Stats{Queued: 3, InFlight: 2, Enqueued: 5, Issued: 2})
+	mustApply(t, s, 2, 2, nil, []Done{{Host: "b", TaskID: "tb"}})
+	wantStats(t, s, []int{1, 2}, Stats{Queued: 3, InFlight: 1, Enqueued: 5, Issued: 2})
+}
+
+func testBadArgs(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	if _, err := s.Seen(ctx, -1, []uint64{1}); err == nil {
+		t.Error("negative partition accepted")
+	}
+	if _, err := s.Apply(ctx, 0, 1, []Queued{q("", "http://x/")}, nil); err == nil {
+		t.Error("empty host accepted")
+	}
+	if _, err := s.Apply(ctx, 0, 1, []Queued{q("a\x00b", "http://x/")}, nil); err == nil {
+		t.Error("host with NUL accepted")
+	}
+	if st := mustLoad(t, s, 0); st.Applied != 0 {
+		t.Errorf("a rejected batch moved the watermark: %s", dump(st))
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Pop(cctx, 0, []Issue{issue("a", "t")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Pop with canceled context: %v", err)
+	}
+	// A URL enqueued without an attempt count is a first attempt.
+	mustApply(t, s, 0, 1, []Queued{{Host: "a", Link: messages.Link{URL: "http://a/"}}}, nil)
+	if in := mustPop(t, s, 0, issue("a", "t")); len(in) != 1 || in[0].Task.Attempt != 1 {
+		t.Errorf("Attempt 0 enqueued: %s", dump(in))
+	}
+}
+
+// ---- backend-specific tests ----
+
+func TestBoltLocked(t *testing.T) {
+	path := t.TempDir() + "/trawler.db"
+	s, err := OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	_, err = OpenBolt(path)
+	if err == nil || !strings.Contains(err.Error(), "in use by another trawler process") {
+		t.Fatalf("second open: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("second open took %v", d)
+	}
+}
+
+func TestBoltCorrupt(t *testing.T) {
+	s := boltBackend(t)().(*Bolt)
+	ctx := context.Background()
+	mustApply(t, s, 0, 1, []Queued{q("a.example", "http://a.example/")}, nil)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		part := readPart(tx, 0)
+		if err := part.Bucket(bucketQueue).Put(queueKey("a.example", 0), []byte("{not json")); err != nil {
+			return err
+		}
+		return part.Bucket(bucketInFlight).Put([]byte("b.example"), []byte("[]"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pop(ctx, 0, []Issue{issue("a.example", "t")}); err == nil || !strings.Contains(err.Error(), "a.example") {
+		t.Errorf("Pop of corrupt entry: %v", err)
+	}
+	if _, err := s.Load(ctx, 0); err == nil || !strings.Contains(err.Error(), "b.example") {
+		t.Errorf("Load of corrupt in-flight entry: %v", err)
+	}
+	if _, err := s.Expire(ctx, 0, "b.example", "t", 3); err == nil {
+		t.Error("Expire of corrupt in-flight entry succeeded")
+	}
+}
+
+func TestRedisCorrupt(t *testing.T) {
+	addr := redisAddr(t)
+	s := redisBackend([]string{addr})(t)().(*Redis)
+	ctx := context.Background()
+	mustApply(t, s, 0, 1, []Queued{q("a.example", "http://a.example/")}, nil)
+	qk := s.queueKey(0, "a.example")
+	if err := s.c.LPush(ctx, qk, "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.HSet(ctx, s.inflightKey(0), "b.example", "[]").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pop(ctx, 0, []Issue{issue("a.example", "t")}); err == nil || !strings.Contains(err.Error(), qk) {
+		t.Errorf("Pop of corrupt entry: %v (want the key %s named)", err, qk)
+	}
+	for name, fn := range map[string]func() error{
+		"Load":   func() error { _, err := s.Load(ctx, 0); return err },
+		"Expire": func() error { _, err := s.Expire(ctx, 0, "b.example", "t", 3); return err },
+		"Apply":  func() error { _, err := s.Apply(ctx, 0, 2, nil, []Done{{Host: "b.example", TaskID: "t"}}); return err },
+	} {
+		if err := fn(); err == nil || !strings.Contains(err.Error(), s.inflightKey(0)) {
+			t.Errorf("%s of corrupt in-flight entry: %v", name, err)
+		}
+	}
+}
+
+// TestRedisKeyLayout pins the documented key names (docs/store.md).
+func TestRedisKeyLayout(t *testing.T) {
+	addr := redisAddr(t)
+	s := redisBackend([]string{addr})(t)().(*Redis)
+	ctx := context.Background()
+	fillPartition(t, s, 7)
+	mustBudget(t, s, 1, 0)
+	pre := s.prefix
+	for key, typ := range map[string]string{
+		pre + ":{" + pre + ":p7}:seen":        "set",
+		pre + ":{" + pre + ":p7}:hosts":       "set",
+		pre + ":{" + pre + ":p7}:q:a.example": "list",
+		pre + ":{" + pre + ":p7}:inflight":    "hash",
+		pre + ":{" + pre + ":p7}:meta":        "hash",
+		pre + ":{" + pre + ":global}:budget":  "string",
+	} {
+		if got := s.c.Type(ctx, key).Val(); got != typ {
+			t.Errorf("TYPE %s = %q, want %q", key, got, typ)
+		}
+	}
+	members := s.c.SMembers(ctx, s.seenKey(7)).Val()
+	if len(members) != 1 || members[0] != "\x00\x00\x00\x00\x00\x00\x00\x07" {
+		t.Errorf("seen members = %q, want one 8-byte big-endian fingerprint", members)
+	}
+}
+
+func TestRedisBadPrefix(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	s := NewRedis(c, "crawl{1}")
+	defer s.Close()
+	if _, err := s.Seen(context.Background(), 0, []uint64{1}); err == nil || !strings.Contains(err.Error(), "braces") {
+		t.Errorf("Seen with a braced prefix: %v", err)
+	}
+	if _, err := OpenRedis(context.Background(), []string{"127.0.0.1:1"}, false, "a}"); err == nil {
+		t.Error("OpenRedis accepted a braced prefix")
+	}
+}
+
+func TestOpenRedisUnreachable(t *testing.T) {
+	addr := "127.0.0.1:" + fmt.Sprint(freePort(t)) // nothing listens there now
+	for _, addrs := range [][]string{{addr}, {redisAddr(t), addr}} {
+		_, err := OpenRedis(context.Background(), addrs, false, "x")
+		if err == nil || !strings.Contains(err.Error(), addr) {
+			t.Errorf("OpenRedis(%v) = %v, want an error naming %s", addrs, err, addr)
+		}
+	}
+}
+
+// ---- benchmarks: 1000-fingerprint batches, as dedup sends them ----
+
+const benchBatch = 1000
+
+func benchBackends(b *testing.B) map[string]backend {
+	return map[string]backend{
+		"bolt":  boltBackend,
+		"redis": redisBackend([]string{redisAddr(b)}),
+	}
+}
+
+func randomBatch(rng *rand.Rand) []uint64 {
+	fps := make([]uint64, benchBatch)
+	for i := range fps {
+		fps[i] = rng.Uint64()
+	}
+	return fps
+}
+
+func BenchmarkSeen(b *testing.B) {
+	for _, name := range []string{"bolt", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s, ctx := benchBackends(b)[name](b)(), context.Background()
+			rng := rand.New(rand.NewPCG(1, 1))
+			// 100k known fingerprints; each query batch is half known, half new.
+			batches := make([][]uint64, 100)
+			for i := range batches {
+				batches[i] = randomBatch(rng)
+				if err := s.Record(ctx, 0, batches[i]); err != nil {
+					b.Fatal(err)
+				}
+				copy(batches[i][benchBatch/2:], randomBatch(rng))
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.Seen(ctx, 0, batches[i%len(batches)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "fps/s")
+		})
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	for _, name := range []string{"bolt", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s, ctx := benchBackends(b)[name](b)(), context.Background()
+			rng := rand.New(rand.NewPCG(2, 2))
+			for b.Loop() {
+				if err := s.Record(ctx, 0, randomBatch(rng)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "fps/s")
+		})
+	}
+}
+
+// ---- helpers ----
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func q(host, url string) Queued {
+	return Queued{Host: host, Link: messages.Link{URL: url, Depth: 1}, Attempt: 1}
+}
+
+func issue(host, id string) Issue {
+	return Issue{Host: host, TaskID: id, IssuedAt: t0, Deadline: t0.Add(time.Minute), LeaseUntil: t0.Add(2 * time.Minute)}
+}
+
+func mustSeen(t testing.TB, s Store, p int, fps []uint64) []bool {
+	t.Helper()
+	got, err := s.Seen(context.Background(), p, fps)
+	if err != nil {
+		t.Fatalf("Seen: %v", err)
+	}
+	if len(got) != len(fps) {
+		t.Fatalf("Seen: %d answers for %d fingerprints", len(got), len(fps))
+	}
+	return got
+}
+
+func mustApply(t testing.TB, s Store, p int, seq uint64, enq []Queued, done []Done) bool {
+	t.Helper()
+	ok, err := s.Apply(context.Background(), p, seq, enq, done)
+	if err != nil {
+		t.Fatalf("Apply(p%d, seq %d): %v", p, seq, err)
+	}
+	return ok
+}
+
+func mustPop(t testing.TB, s Store, p int, reqs ...Issue) []InFlight {
+	t.Helper()
+	got, err := s.Pop(context.Background(), p, reqs)
+	if err != nil {
+		t.Fatalf("Pop: %v", err)
+	}
+	return got
+}
+
+func mustLoad(t testing.TB, s Store, p int) PartitionState {
+	t.Helper()
+	st, err := s.Load(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Load(%d): %v", p, err)
+	}
+	return st
+}
+
+func mustBudget(t testing.TB, s Store, n, max int) int {
+	t.Helper()
+	got, err := s.TakeBudget(context.Background(), n, max)
+	if err != nil {
+		t.Fatalf("TakeBudget: %v", err)
+	}
+	return got
+}
+
+func mustStats(t testing.TB, s Store, parts []int) Stats {
+	t.Helper()
+	st, err := s.Stats(context.Background(), parts)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	return st
+}
+
+// wantStats checks Queued, InFlight and Enqueued, and Issued when non-zero.
+func wantStats(t testing.TB, s Store, parts []int, want Stats) {
+	t.Helper()
+	got := mustStats(t, s, parts)
+	if want.Issued == 0 {
+		got.Issued = 0
+	}
+	if got != want {
+		t.Errorf("Stats(%v) = %+v, want %+v", parts, got, want)
+	}
+}
+
+// dump renders a value as JSON, for comparisons and messages.
+func dump(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(data)
+}

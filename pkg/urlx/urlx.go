@@ -1,0 +1,262 @@
+// Package urlx turns the URLs a crawler meets into one canonical form, and
+// derives from it the keys the pipeline routes by: the host, its partition and
+// a 64-bit fingerprint.
+//
+// Canonical form (applied by Canonicalize and Resolve, documented in
+// docs and relied on by dedup, so changing it re-keys a crawl):
+//
+//   - only http and https; scheme and host lowercased;
+//   - leading and trailing C0 controls and spaces stripped, tabs and newlines
+//     removed, '\' read as '/' before the query (what browsers do with hrefs);
+//   - host: percent-decoded, IDNA to ASCII (UTS #46, non-transitional, no STD3
+//     or hyphen rules, like the WHATWG URL standard), trailing dots dropped,
+//     IPv4 in any WHATWG notation (0x7f.1, 2130706433) written as dotted
+//     decimal, IPv6 compressed; userinfo dropped; default port dropped;
+//   - path: "/" when empty; percent-encoding normalized (hex upper-cased,
+//     unreserved characters decoded, a '%' that starts no escape written as
+//     %25, characters browsers escape escaped); dot segments resolved;
+//   - query kept as it is, order and escapes included: only characters that may
+//     not appear in a URL are escaped (as browsers do), since servers may
+//     compare the raw query (signed URLs);
+//   - fragment removed.
+package urlx
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// MaxLength bounds the URLs Canonicalize accepts and returns. It is a sanity
+// bound against junk, far above what servers take; the crawl's configured
+// URL length limit applies on top.
+const MaxLength = 16 << 10
+
+// ErrInvalid is wrapped by every error of this package: the URL is unusable.
+var ErrInvalid = errors.New("invalid URL")
+
+// ErrUnsupportedScheme is wrapped (along with ErrInvalid) when a URL is well
+// formed but not http or https, such as mailto: or javascript: links.
+var ErrUnsupportedScheme = fmt.Errorf("%w: unsupported scheme", ErrInvalid)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Canonicalize returns the canonical form of an absolute http or https URL.
+// Errors wrap ErrInvalid. It never panics and is idempotent.
+func Canonicalize(raw string) (string, error) {
+	return canonicalize(nil, raw)
+}
+
+// Resolve resolves href, a reference found in a page, against base (the page's
+// URL or its <base href>) and canonicalizes the result. Surrounding whitespace
+// is ignored, as HTML does. References to other schemes (javascript:, mailto:,
+// data:, tel: ...) return an error wrapping ErrUnsupportedScheme. A nil base,
+// or one that is not an absolute http(s) URL, only accepts absolute URLs.
+func Resolve(base *url.URL, href string) (string, error) {
+	if base == nil {
+		return canonicalize(nil, href)
+	}
+	b, err := newBase(base)
+	if err != nil {
+		if _, _, absolute := splitScheme(clean(href)); absolute {
+			return canonicalize(nil, href) // needs no base
+		}
+		return "", err
+	}
+	return canonicalize(b, href)
+}
+
+// baseURL holds the parts of a base URL that relative references inherit.
+type baseURL struct {
+	scheme, host, path, query string
+	hasQuery                  bool
+}
+
+func newBase(u *url.URL) (*baseURL, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if !isWebScheme(scheme) || u.Host == "" || u.Opaque != "" {
+		return nil, invalid("base is not an absolute http(s) URL")
+	}
+	return &baseURL{
+		scheme:   scheme,
+		host:     u.Host,
+		path:     u.EscapedPath(),
+		query:    u.RawQuery,
+		hasQuery: u.RawQuery != "" || u.ForceQuery,
+	}, nil
+}
+
+func isWebScheme(s string) bool { return s == "http" || s == "https" }
+
+// canonicalize follows the WHATWG URL parser for special schemes where it
+// decides what a reference means, then applies the canonical rules.
+func canonicalize(base *baseURL, s string) (string, error) {
+	s = clean(s)
+	scheme, rest, ok := splitScheme(s)
+	if ok {
+		scheme = strings.ToLower(scheme)
+		if !isWebScheme(scheme) {
+			return "", fmt.Errorf("%w %q", ErrUnsupportedScheme, truncate(scheme, 32))
+		}
+	}
+	if len(s) > MaxLength {
+		return "", invalid("longer than %d bytes", MaxLength)
+	}
+	if ok {
+		rest = backslashes(rest)
+		// "http:foo" is relative to an http base, but an authority elsewhere,
+		// with any number of slashes.
+		if base == nil || base.scheme != scheme || strings.HasPrefix(rest, "//") {
+			return absolute(scheme, strings.TrimLeft(rest, "/"))
+		}
+		s = rest
+	} else {
+		if base == nil {
+			return "", invalid("relative reference without a base URL")
+		}
+		s = backslashes(s)
+	}
+	if strings.HasPrefix(s, "//") { // scheme-relative
+		return absolute(base.scheme, strings.TrimLeft(s, "/"))
+	}
+	return absolute(base.scheme, base.host+base.merge(s))
+}
+
+// merge resolves a reference that has neither scheme nor authority against
+// the base path and query (RFC 3986 section 5.2.2); dot segments are left to
+// the path canonicalization. The result starts with the path.
+func (b *baseURL) merge(ref string) string {
+	i := strings.IndexAny(ref, "?#")
+	if i < 0 {
+		i = len(ref)
+	}
+	refPath, tail := ref[:i], ref[i:]
+	var path string
+	switch {
+	case refPath == "":
+		path = b.path
+		if tail == "" || tail[0] == '#' { // no query of its own: keep the base's
+			if b.hasQuery {
+				tail = "?" + b.query
+			} else {
+				tail = ""
+			}
+		}
+	case refPath[0] == '/':
+		path = refPath
+	default:
+		path = b.path[:strings.LastIndexByte(b.path, '/')+1] + refPath
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return path + tail
+}
+
+// absolute canonicalizes "<authority><path>?<query>#<fragment>" of scheme.
+func absolute(scheme, rest string) (string, error) {
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest = rest[:i]
+	}
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	hostport, err := canonicalHostPort(scheme, authority)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.Grow(len(scheme) + 3 + len(hostport) + len(path) + len(query) + 8)
+	b.WriteString(scheme)
+	b.WriteString("://")
+	b.WriteString(hostport)
+	b.WriteString(canonicalPath(path))
+	if hasQuery {
+		b.WriteByte('?')
+		b.WriteString(escapeQuery(query))
+	}
+	out := b.String()
+	if len(out) > MaxLength {
+		return "", invalid("longer than %d bytes", MaxLength)
+	}
+	return out, checkStdlib(out, hostport)
+}
+
+// checkStdlib makes sure net/url (and so net/http) reads our URL as we do.
+func checkStdlib(canonical, hostport string) error {
+	u, err := url.Parse(canonical)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return invalid("rejected by net/url: %v", err)
+	}
+	if u.Host != hostport {
+		return invalid("net/url reads host %q", truncate(u.Host, 64))
+	}
+	return nil
+}
+
+// clean strips what the WHATWG parser strips: leading and trailing C0
+// controls and spaces, and every tab and newline.
+func clean(s string) string {
+	start, end := 0, len(s)
+	for start < end && s[start] <= ' ' {
+		start++
+	}
+	for end > start && s[end-1] <= ' ' {
+		end--
+	}
+	s = s[start:end]
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' || r == '\r' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return s
+}
+
+// splitScheme splits "scheme:rest" when s starts with an RFC 3986 scheme.
+func splitScheme(s string) (scheme, rest string, ok bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return s[:i], s[i+1:], true
+		default:
+			return "", s, false
+		}
+	}
+	return "", s, false
+}
+
+// backslashes turns '\' into '/' before the query or fragment, as browsers
+// do for http(s) URLs.
+func backslashes(s string) string {
+	end := strings.IndexAny(s, "?#")
+	if end < 0 {
+		end = len(s)
+	}
+	if strings.IndexByte(s[:end], '\\') < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s[:end], `\`, "/") + s[end:]
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,252 @@
+// Package dedup is the duplicate URL eliminator: it reads discovered URLs of
+// the partitions it owns, drops those seen before and forwards new ones to the
+// frontier of the same partition.
+//
+// Order of effects per batch, chosen so that a crash loses nothing:
+//  1. decide new vs seen against the seen set (read only);
+//  2. publish the new URLs, one message per input message, with a Nats-Msg-Id
+//     derived from the input's stream sequence;
+//  3. record them in the seen set;
+//  4. ack the input.
+//
+// A crash before 3 replays the batch: the same URLs are still new and the same
+// message IDs are published again, which JetStream drops within its duplicate
+// window. A crash between 3 and 4 replays a batch whose URLs are now seen.
+package dedup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/splitter"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/pkg/urlx"
+)
+
+// maxBatch bounds the discovered messages handled in one seen-set round trip.
+const maxBatch = 256
+
+// Options wire a dedup service.
+type Options struct {
+	JS             jetstream.JetStream
+	Names          subjects.Names
+	Seen           store.SeenSet
+	Partitions     []int // owned partitions
+	PartitionCount int
+	MaxDeliver     int
+	Log            *slog.Logger
+	Registerer     prometheus.Registerer // may be nil
+}
+
+// Stats are the service's running totals.
+type Stats struct {
+	In, New, Duplicate, Misrouted, Invalid atomic.Int64
+}
+
+// Service is one dedup replica.
+type Service struct {
+	o     Options
+	dlq   bus.DeadLetters
+	Stats Stats
+}
+
+// New wires a dedup replica; Run starts it.
+func New(o Options) *Service {
+	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "dedup", MaxDeliver: o.MaxDeliver}}
+	if o.Registerer != nil {
+		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "dedup", Name: name, Help: help},
+				func() float64 { return float64(v.Load()) })
+		}
+		o.Registerer.MustRegister(
+			c("urls_in_total", "URLs received.", &s.Stats.In),
+			c("urls_new_total", "URLs forwarded to the frontier as new.", &s.Stats.New),
+			c("urls_duplicate_total", "URLs dropped as seen before.", &s.Stats.Duplicate),
+			c("urls_invalid_total", "URLs dropped as not canonical-izable.", &s.Stats.Invalid),
+		)
+	}
+	return s
+}
+
+// Run consumes every owned partition until ctx ends, then finishes the batch
+// in hand and returns.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.o.Partitions))
+	for _, p := range s.o.Partitions {
+		cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.ConsumerDedup(p))
+		if err != nil {
+			return err
+		}
+		msgs, err := bus.Pull(ctx, cons, 2*maxBatch)
+		if err != nil {
+			return fmt.Errorf("dedup partition %d: %w", p, err)
+		}
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for {
+				batch := bus.Batch(ctx, msgs, maxBatch)
+				if batch == nil {
+					return
+				}
+				// Work on a context that outlives shutdown, so the batch in
+				// hand is finished and acked rather than abandoned.
+				if err := s.handle(context.WithoutCancel(ctx), p, batch); err != nil && ctx.Err() == nil {
+					errs <- err
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+type input struct {
+	msg   jetstream.Msg
+	seq   uint64
+	links []messages.Link
+	fps   []uint64
+}
+
+func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) error {
+	log := s.o.Log.With("partition", p)
+	var ins []input
+	var rerouted []messages.Link
+	for _, m := range batch {
+		in, misrouted, err := s.decode(p, m)
+		if err != nil {
+			if perr := s.dlq.Park(ctx, m, err.Error()); perr != nil {
+				log.Error("dead-letter failed", "err", perr)
+			}
+			continue
+		}
+		rerouted = append(rerouted, misrouted...)
+		ins = append(ins, in)
+	}
+	if len(rerouted) > 0 {
+		// Someone published to the wrong partition: send each URL where it
+		// belongs rather than dropping it.
+		md, _ := batch[0].Metadata()
+		idBase := fmt.Sprintf("reroute:%d:%d", p, md.Sequence.Stream)
+		if err := bus.Retry(ctx, "reroute", log.Warn, nil, func() error { return s.reroute(ctx, idBase, rerouted) }); err != nil {
+			return err
+		}
+	}
+	if len(ins) == 0 {
+		return nil
+	}
+	hold := func() {
+		for _, in := range ins {
+			_ = in.msg.InProgress()
+		}
+	}
+
+	var all []uint64
+	for _, in := range ins {
+		all = append(all, in.fps...)
+	}
+	var seen []bool
+	if err := bus.Retry(ctx, "seen-set lookup", log.Warn, hold, func() (err error) {
+		seen, err = s.o.Seen.Seen(ctx, p, all)
+		return err
+	}); err != nil {
+		return err
+	}
+	known := make(map[uint64]bool, len(all))
+	for i, fp := range all {
+		if seen[i] {
+			known[fp] = true
+		}
+	}
+
+	var out []*nats.Msg
+	var ids []string
+	var fresh []uint64
+	for _, in := range ins {
+		var links []messages.Link
+		for i, fp := range in.fps {
+			if known[fp] {
+				s.Stats.Duplicate.Add(1)
+				continue
+			}
+			known[fp] = true
+			fresh = append(fresh, fp)
+			links = append(links, in.links[i])
+		}
+		if len(links) == 0 {
+			continue
+		}
+		data, _ := json.Marshal(messages.NewURLs{V: messages.Version, Partition: p, Links: links})
+		m := nats.NewMsg(s.o.Names.FrontierNew(p))
+		m.Data = data
+		m.Header.Set(messages.HeaderKind, "new")
+		out = append(out, m)
+		ids = append(ids, fmt.Sprintf("new:%d:%d", p, in.seq))
+		s.Stats.New.Add(int64(len(links)))
+	}
+	if err := bus.Retry(ctx, "publish new URLs", log.Warn, hold, func() error { return bus.PublishAll(ctx, s.o.JS, out, ids) }); err != nil {
+		return err
+	}
+	if len(fresh) > 0 {
+		if err := bus.Retry(ctx, "seen-set record", log.Warn, hold, func() error { return s.o.Seen.Record(ctx, p, fresh) }); err != nil {
+			return err
+		}
+	}
+	for _, in := range ins {
+		_ = in.msg.Ack()
+	}
+	return nil
+}
+
+// decode validates one discovered message; links of another partition are
+// returned separately.
+func (s *Service) decode(p int, m jetstream.Msg) (in input, misrouted []messages.Link, err error) {
+	if s.dlq.CrashLooping(m) {
+		return in, nil, fmt.Errorf("delivered more than %d times without being acked", s.o.MaxDeliver)
+	}
+	var d messages.Discovered
+	if err := messages.Decode(m.Data(), &d); err != nil {
+		return in, nil, err
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return in, nil, err
+	}
+	in = input{msg: m, seq: md.Sequence.Stream}
+	for _, l := range d.Links {
+		s.Stats.In.Add(1)
+		canon, err := urlx.Canonicalize(l.URL)
+		if err != nil {
+			s.Stats.Invalid.Add(1)
+			continue
+		}
+		l.URL = canon
+		host, _ := urlx.Host(canon)
+		if urlx.Partition(host, s.o.PartitionCount) != p {
+			s.Stats.Misrouted.Add(1)
+			misrouted = append(misrouted, l)
+			continue
+		}
+		in.links = append(in.links, l)
+		in.fps = append(in.fps, urlx.Fingerprint(canon))
+	}
+	return in, misrouted, nil
+}
+
+func (s *Service) reroute(ctx context.Context, idBase string, links []messages.Link) error {
+	msgs, ids := splitter.Split(s.o.Names, s.o.PartitionCount, messages.ViaLink, "", idBase, links)
+	return bus.PublishAll(ctx, s.o.JS, msgs, ids)
+}

@@ -1,0 +1,199 @@
+// Package fetcher is the fetcher service: stateless workers sharing one
+// durable consumer of fetch tasks. For each task it fetches the URL once
+// (redirects are not followed: the target is reported on the page and the
+// parser sends it to dedup), publishes the page with its raw body, reports the
+// task done to the frontier and only then acks the task. A crash before the
+// ack redelivers the task; that replay is the only way a URL is fetched twice.
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// headerRoom is what a page message keeps free of the server's max_payload for
+// its headers.
+const headerRoom = 64 << 10
+
+// Options wire a fetcher service.
+type Options struct {
+	JS         jetstream.JetStream
+	Names      subjects.Names
+	HTTP       HTTPOptions
+	Workers    int
+	MaxPayload int64 // the NATS server's max_payload; bodies are capped below it
+	MaxDeliver int
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // may be nil
+}
+
+// Stats are the service's running totals.
+type Stats struct {
+	Fetched, Errors, Expired, Bytes atomic.Int64
+}
+
+// Service is one fetcher replica.
+type Service struct {
+	o      Options
+	client *HTTPClient
+	dlq    bus.DeadLetters
+	Stats  Stats
+}
+
+// New wires a fetcher replica; Run starts it.
+func New(o Options) *Service {
+	if o.MaxPayload > headerRoom && o.HTTP.MaxBodyBytes > o.MaxPayload-headerRoom {
+		o.Log.Info("capping body size below the NATS server's max_payload", "max_body", o.MaxPayload-headerRoom)
+		o.HTTP.MaxBodyBytes = o.MaxPayload - headerRoom
+	}
+	s := &Service{o: o, client: NewHTTPClient(o.HTTP), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
+	if o.Registerer != nil {
+		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: name, Help: help},
+				func() float64 { return float64(v.Load()) })
+		}
+		o.Registerer.MustRegister(
+			c("pages_total", "Fetches completed with an HTTP response.", &s.Stats.Fetched),
+			c("errors_total", "Fetches that failed without a response.", &s.Stats.Errors),
+			c("tasks_expired_total", "Tasks dropped because their deadline passed before a worker got them.", &s.Stats.Expired),
+			c("body_bytes_total", "Body bytes received.", &s.Stats.Bytes),
+		)
+	}
+	return s
+}
+
+// Run fetches until ctx ends, then lets the fetches in hand finish.
+func (s *Service) Run(ctx context.Context) error {
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFetch(), s.o.Names.ConsumerFetcher())
+	if err != nil {
+		return err
+	}
+	msgs, err := bus.Pull(ctx, cons, s.o.Workers)
+	if err != nil {
+		return err
+	}
+	defer s.client.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for i := 0; i < s.o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range msgs {
+				s.handle(context.WithoutCancel(ctx), m)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
+	var task messages.FetchTask
+	err := messages.Decode(m.Data(), &task)
+	if err == nil && task.URL == "" {
+		err = fmt.Errorf("fetch task %q has no URL", task.ID)
+	}
+	if err == nil && s.dlq.CrashLooping(m) {
+		err = fmt.Errorf("delivered more than %d times without being acked", s.o.MaxDeliver)
+	}
+	if err != nil {
+		if perr := s.dlq.Park(ctx, m, err.Error()); perr != nil {
+			s.o.Log.Error("dead-letter failed", "err", perr)
+		}
+		return
+	}
+	done := messages.FetchDone{V: messages.Version, TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}
+	var out []*nats.Msg
+	var ids []string
+	if !task.Deadline.IsZero() && time.Now().After(task.Deadline) {
+		// Too late: the frontier may already have given the URL to someone
+		// else. Say so, and let the frontier issue it again.
+		done.Expired = true
+		s.Stats.Expired.Add(1)
+	} else {
+		stop := make(chan struct{})
+		go keepAlive(m, stop)
+		resp := s.client.Fetch(ctx, task.URL)
+		close(stop)
+		page := s.page(task, resp)
+		done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
+		out = append(out, pageMsg(s.o.Names, page, resp.Body))
+		ids = append(ids, "page:"+task.ID)
+	}
+	data, _ := json.Marshal(done)
+	dm := nats.NewMsg(s.o.Names.FrontierDone(task.Partition))
+	dm.Data = data
+	dm.Header.Set(messages.HeaderKind, "done")
+	out = append(out, dm)
+	ids = append(ids, "done:"+task.ID)
+	if err := bus.PublishAll(ctx, s.o.JS, out, ids); err != nil {
+		// Let JetStream redeliver the task; the message IDs keep a retry from
+		// publishing the page twice within the duplicate window.
+		s.o.Log.Warn("publishing fetch result failed; task will be redelivered", "url", task.URL, "err", err)
+		_ = m.NakWithDelay(5 * time.Second)
+		return
+	}
+	_ = m.Ack()
+}
+
+// keepAlive tells JetStream the task is being worked on while a slow fetch
+// runs, so it is not redelivered to another worker meanwhile.
+func keepAlive(m jetstream.Msg, stop <-chan struct{}) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			_ = m.InProgress()
+		}
+	}
+}
+
+func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
+	p := messages.Page{
+		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
+		Depth: task.Depth, Hops: task.Hops, Status: r.Status, ContentType: r.ContentType, Headers: r.Headers,
+		Location: r.Location, FetchedAt: time.Now().UTC(), Duration: r.Duration, IP: r.IP,
+		BodySize: len(r.Body), Truncated: r.Truncated,
+	}
+	if r.Err != nil {
+		p.Error = r.Err.Error()
+		s.Stats.Errors.Add(1)
+	} else {
+		s.Stats.Fetched.Add(1)
+	}
+	s.Stats.Bytes.Add(int64(len(r.Body)))
+	return p
+}
+
+// pageMsg builds the message a tap reads: the raw body as data, the metadata as
+// JSON in a header, and a few plain headers for quick filtering.
+func pageMsg(names subjects.Names, p messages.Page, body []byte) *nats.Msg {
+	meta, _ := json.Marshal(p)
+	m := nats.NewMsg(names.PagesFetched())
+	m.Data = body
+	m.Header.Set(messages.HeaderSchema, messages.Schema("page"))
+	m.Header.Set(messages.HeaderPage, string(meta))
+	m.Header.Set("Trawler-URL", p.URL)
+	m.Header.Set("Trawler-Status", strconv.Itoa(p.Status))
+	if p.ContentType != "" {
+		m.Header.Set("Content-Type", p.ContentType)
+	}
+	return m
+}

@@ -1,0 +1,516 @@
+package fetcher
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// newClient returns a client that may reach the tests' 127.0.0.1 servers
+// unless o says otherwise.
+func newClient(t *testing.T, o HTTPOptions) *HTTPClient {
+	t.Helper()
+	c := NewHTTPClient(o)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestFetchOK(t *testing.T) {
+	var gotUA, gotAccept, gotAE string
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		gotUA, gotAccept, gotAE = r.UserAgent(), r.Header.Get("Accept"), r.Header.Get("Accept-Encoding")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
+		w.Header().Set("Set-Cookie", "session=secret")
+		w.Header().Set("Link", strings.Repeat("x", 5000))
+		fmt.Fprint(w, "<html>hello</html>")
+	})
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true, UserAgent: "TestBot/1 (+https://example.com)"})
+
+	r := c.Fetch(context.Background(), srv.URL+"/page")
+	if r.Err != nil {
+		t.Fatalf("Err = %v", r.Err)
+	}
+	if r.Status != 200 || string(r.Body) != "<html>hello</html>" || r.Truncated {
+		t.Errorf("Status %d, Body %q, Truncated %v", r.Status, r.Body, r.Truncated)
+	}
+	if r.ContentType != "text/html; charset=utf-8" {
+		t.Errorf("ContentType = %q", r.ContentType)
+	}
+	if r.Headers["ETag"] != `"v1"` || r.Headers["Last-Modified"] == "" || r.Headers["Content-Length"] != "18" {
+		t.Errorf("Headers = %v", r.Headers)
+	}
+	if _, ok := r.Headers["Set-Cookie"]; ok {
+		t.Errorf("Headers kept Set-Cookie: %v", r.Headers)
+	}
+	if n := len(r.Headers["Link"]); n != maxHeaderValue {
+		t.Errorf("Link header kept %d bytes, want %d", n, maxHeaderValue)
+	}
+	if r.Location != "" {
+		t.Errorf("Location = %q, want none", r.Location)
+	}
+	if r.IP != "127.0.0.1" {
+		t.Errorf("IP = %q, want 127.0.0.1", r.IP)
+	}
+	if r.Duration <= 0 {
+		t.Errorf("Duration = %v", r.Duration)
+	}
+	if gotUA != "TestBot/1 (+https://example.com)" || gotAccept != acceptHeader || gotAE != "gzip" {
+		t.Errorf("request headers: User-Agent %q, Accept %q, Accept-Encoding %q", gotUA, gotAccept, gotAE)
+	}
+}
+
+func TestFetchDefaultUserAgent(t *testing.T) {
+	var gotUA string
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { gotUA = r.UserAgent() })
+	r := newClient(t, HTTPOptions{AllowPrivate: true}).Fetch(context.Background(), srv.URL)
+	if r.Err != nil || !strings.HasPrefix(gotUA, "Trawler/") {
+		t.Errorf("Err %v, User-Agent %q", r.Err, gotUA)
+	}
+}
+
+func TestFetchReusesConnections(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]bool{}
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr] = true
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	})
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	for i := 0; i < 3; i++ {
+		if r := c.Fetch(context.Background(), srv.URL); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(remotes) != 1 {
+		t.Errorf("3 fetches used %d connections, want 1 kept alive", len(remotes))
+	}
+}
+
+func TestFetchNotFound(t *testing.T) {
+	srv := serve(t, http.NotFound)
+	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(context.Background(), srv.URL+"/missing")
+	if r.Err != nil || r.Status != 404 || !strings.Contains(string(r.Body), "not found") {
+		t.Errorf("Err %v, Status %d, Body %q", r.Err, r.Status, r.Body)
+	}
+}
+
+func TestFetchRedirectNotFollowed(t *testing.T) {
+	var followed atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", r.URL.Query().Get("to"))
+		w.WriteHeader(http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { followed.Add(1) })
+	srv := serve(t, mux.ServeHTTP)
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+
+	for _, tc := range []struct{ to, want string }{
+		{"/new/path?q=1", srv.URL + "/new/path?q=1"},
+		{"sibling", srv.URL + "/old/sibling"},
+		{"../up", srv.URL + "/up"},
+		{"https://example.com/x", "https://example.com/x"},
+		{"//cdn.example.com/y", "http://cdn.example.com/y"},
+	} {
+		r := c.Fetch(context.Background(), srv.URL+"/old/page?to="+tc.to)
+		if r.Err != nil || r.Status != 301 {
+			t.Errorf("to %q: Err %v, Status %d", tc.to, r.Err, r.Status)
+		}
+		if r.Location != tc.want {
+			t.Errorf("to %q: Location = %q, want %q", tc.to, r.Location, tc.want)
+		}
+		if r.Headers["Location"] != tc.to {
+			t.Errorf("to %q: Headers[Location] = %q, want the raw value", tc.to, r.Headers["Location"])
+		}
+	}
+	if n := followed.Load(); n != 0 {
+		t.Errorf("redirect followed %d times", n)
+	}
+}
+
+func TestFetchTimeoutWaitingForResponse(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	c := newClient(t, HTTPOptions{Timeout: 200 * time.Millisecond, AllowPrivate: true})
+
+	start := time.Now()
+	r := c.Fetch(context.Background(), srv.URL)
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("took %v with a 200ms timeout", elapsed)
+	}
+	if !errors.Is(r.Err, ErrTimeout) || r.Status != 0 {
+		t.Fatalf("Err %v, Status %d; want ErrTimeout, no status", r.Err, r.Status)
+	}
+	want := "fetch timed out after 200ms waiting for the response (--fetch-timeout)"
+	if r.Err.Error() != want {
+		t.Errorf("Err = %q, want %q", r.Err, want)
+	}
+	if r.IP != "127.0.0.1" {
+		t.Errorf("IP = %q: the connection was made", r.IP)
+	}
+}
+
+// A server dripping its body byte by byte must not hold a fetch past Timeout.
+func TestFetchTimeoutReadingBody(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	c := newClient(t, HTTPOptions{Timeout: 300 * time.Millisecond, AllowPrivate: true})
+
+	start := time.Now()
+	r := c.Fetch(context.Background(), srv.URL)
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("took %v with a 300ms timeout", elapsed)
+	}
+	if !errors.Is(r.Err, ErrTimeout) || !strings.Contains(r.Err.Error(), "reading the body") {
+		t.Fatalf("Err = %v, want a timeout while reading the body", r.Err)
+	}
+	if r.Status != 200 || len(r.Body) == 0 {
+		t.Errorf("Status %d, %d body bytes; want the partial response kept", r.Status, len(r.Body))
+	}
+}
+
+func TestFetchCanceledByCaller(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(ctx, srv.URL)
+	if r.Err == nil || errors.Is(r.Err, ErrTimeout) || !errors.Is(r.Err, context.Canceled) {
+		t.Errorf("Err = %v, want canceled, not a timeout", r.Err)
+	}
+}
+
+func TestFetchBodyCap(t *testing.T) {
+	const limit = 4096
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1000) // 16000 bytes
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscan(r.URL.Query().Get("n"), &n)
+		if r.URL.Query().Get("chunked") == "" {
+			w.Header().Set("Content-Length", fmt.Sprint(n))
+		}
+		w.Write(body[:n])
+	})
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, MaxBodyBytes: limit, AllowPrivate: true})
+
+	for _, tc := range []struct {
+		n         int
+		truncated bool
+	}{{0, false}, {limit - 1, false}, {limit, false}, {limit + 1, true}, {len(body), true}} {
+		for _, chunked := range []string{"", "1"} {
+			r := c.Fetch(context.Background(), fmt.Sprintf("%s/?n=%d&chunked=%s", srv.URL, tc.n, chunked))
+			want := body[:min(tc.n, limit)]
+			if r.Err != nil || r.Truncated != tc.truncated || !bytes.Equal(r.Body, want) {
+				t.Errorf("n=%d chunked=%q: Err %v, Truncated %v, %d bytes; want Truncated %v, %d bytes",
+					tc.n, chunked, r.Err, r.Truncated, len(r.Body), tc.truncated, len(want))
+			}
+		}
+	}
+}
+
+// gzipBomb is 50 MB of zeros, gzipped to about 64 KB.
+var gzipBomb = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed) // fast even under -race
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < 50; i++ {
+		w.Write(zeros)
+	}
+	w.Close()
+	return b.Bytes()
+})
+
+func TestFetchGzipBomb(t *testing.T) {
+	bomb := gzipBomb()
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(bomb)
+	})
+	const limit = 1 << 20
+	c := newClient(t, HTTPOptions{Timeout: 10 * time.Second, MaxBodyBytes: limit, AllowPrivate: true})
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r := c.Fetch(context.Background(), srv.URL)
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+
+	if r.Err != nil || !r.Truncated || len(r.Body) != limit {
+		t.Fatalf("Err %v, Truncated %v, %d bytes; want %d bytes, truncated", r.Err, r.Truncated, len(r.Body), limit)
+	}
+	if r.Body[0] != 0 || r.Body[limit-1] != 0 {
+		t.Error("body is not the decompressed zeros")
+	}
+	if elapsed > 3*time.Second {
+		t.Errorf("took %v", elapsed)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d MiB for a %d MiB cap", alloc>>20, limit>>20)
+	}
+}
+
+func TestFetchBlocksLoopback(t *testing.T) {
+	var hits atomic.Int32
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second})
+
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
+		r := c.Fetch(context.Background(), u)
+		var blocked *BlockedAddressError
+		if !errors.As(r.Err, &blocked) || blocked.Reason != "loopback" {
+			t.Fatalf("%s: Err = %v, want a blocked loopback address", u, r.Err)
+		}
+		if !strings.HasPrefix(r.Err.Error(), "blocked address ") ||
+			!strings.HasSuffix(r.Err.Error(), " (loopback); pass --allow-private to permit") {
+			t.Errorf("%s: Err = %q", u, r.Err)
+		}
+		if r.Status != 0 || r.IP != "" {
+			t.Errorf("%s: Status %d, IP %q", u, r.Status, r.IP)
+		}
+	}
+	if r := c.Fetch(context.Background(), srv.URL); r.Err.Error() != "blocked address 127.0.0.1 (loopback); pass --allow-private to permit" {
+		t.Errorf("Err = %q", r.Err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("server was reached %d times", n)
+	}
+}
+
+// The metadata address is refused in Control, before connect: no packet is
+// sent, so the fetch fails at once instead of waiting for a timeout.
+func TestFetchBlocksMetadataAddress(t *testing.T) {
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second})
+	start := time.Now()
+	r := c.Fetch(context.Background(), "http://169.254.169.254/latest/meta-data/")
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("took %v: the dial was attempted", elapsed)
+	}
+	want := "blocked address 169.254.169.254 (link-local); pass --allow-private to permit"
+	var blocked *BlockedAddressError
+	if !errors.As(r.Err, &blocked) || r.Err.Error() != want {
+		t.Errorf("Err = %v, want %q", r.Err, want)
+	}
+}
+
+func TestRefusePrivate(t *testing.T) {
+	if err := refusePrivate("tcp4", "93.184.215.14:443", nil); err != nil {
+		t.Errorf("public address refused: %v", err)
+	}
+	if err := refusePrivate("tcp4", "not-an-address", nil); err == nil {
+		t.Error("unparseable address accepted")
+	}
+	err := refusePrivate("tcp6", "[::ffff:10.1.2.3]:80", nil)
+	if err == nil || err.Error() != "blocked address 10.1.2.3 (private); pass --allow-private to permit" {
+		t.Errorf("mapped private address: %v", err)
+	}
+}
+
+func TestNonPublic(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1":        "loopback",
+		"127.255.0.9":      "loopback",
+		"::1":              "loopback",
+		"::ffff:127.0.0.1": "loopback",
+		"0.0.0.0":          "unspecified",
+		"0.1.2.3":          "unspecified",
+		"::":               "unspecified",
+		"10.0.0.1":         "private",
+		"172.16.0.1":       "private",
+		"172.31.255.255":   "private",
+		"192.168.1.1":      "private",
+		"fc00::1":          "private",
+		"fd12:3456::1":     "private",
+		"169.254.169.254":  "link-local",
+		"169.254.0.1":      "link-local",
+		"fe80::1":          "link-local",
+		"fe80::1%eth0":     "link-local",
+		"224.0.0.1":        "multicast",
+		"239.255.255.250":  "multicast",
+		"ff02::1":          "multicast",
+		"255.255.255.255":  "multicast",
+		"100.64.0.1":       "carrier-grade NAT",
+		"100.127.255.255":  "carrier-grade NAT",
+		"100.63.255.255":   "",
+		"100.128.0.0":      "",
+		"172.32.0.1":       "",
+		"8.8.8.8":          "",
+		"2606:4700::1111":  "",
+		"::ffff:8.8.8.8":   "",
+	} {
+		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("nonPublic(%s) = %q, want %q", addr, got, want)
+		}
+	}
+	if got := nonPublic(netip.Addr{}); got == "" {
+		t.Error("the zero Addr is public")
+	}
+}
+
+func TestFetchInvalidURL(t *testing.T) {
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second})
+	for _, u := range []string{"", "::not a url", "ftp://example.com/", "mailto:a@example.com", "/relative/path", "http://", "http:///path", "http://exa mple.com/", "http://[::1/"} {
+		r := c.Fetch(context.Background(), u)
+		if r.Err == nil || !strings.HasPrefix(r.Err.Error(), "invalid URL") {
+			t.Errorf("%q: Err = %v, want invalid URL", u, r.Err)
+		}
+	}
+}
+
+func TestFetchConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(context.Background(), "http://"+addr+"/")
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "connection refused") || r.Status != 0 {
+		t.Errorf("Err %v, Status %d; want connection refused", r.Err, r.Status)
+	}
+	if strings.Contains(r.Err.Error(), "Get ") {
+		t.Errorf("Err = %q repeats the request", r.Err)
+	}
+}
+
+func TestFetchServerClosesMidBody(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("chunked") == "" {
+			w.Header().Set("Content-Length", "1000")
+		}
+		w.Write(bytes.Repeat([]byte("a"), 100))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // drops the connection, unlogged
+	})
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	for _, u := range []string{srv.URL, srv.URL + "?chunked=1"} {
+		r := c.Fetch(context.Background(), u)
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "reading the body (100 bytes received)") {
+			t.Errorf("%s: Err = %v, want a failed body read", u, r.Err)
+		}
+		if r.Status != 200 || len(r.Body) != 100 || r.Truncated {
+			t.Errorf("%s: Status %d, %d bytes, Truncated %v; want the partial body", u, r.Status, len(r.Body), r.Truncated)
+		}
+	}
+}
+
+// rawServer answers every connection with reply, whatever it asked.
+func rawServer(t *testing.T, reply []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				conn.Read(make([]byte, 4096))
+				conn.Write(reply)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+func TestFetchGarbageFromServer(t *testing.T) {
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	for name, reply := range map[string][]byte{
+		"not HTTP":          []byte("SSH-2.0-OpenSSH_9.6\r\n"),
+		"bad status":        []byte("HTTP/1.1 abc OK\r\n\r\n"),
+		"nothing":           nil,
+		"bad length":        []byte("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n"),
+		"huge headers":      append([]byte("HTTP/1.1 200 OK\r\nX-Big: "), bytes.Repeat([]byte("a"), 2<<20)...),
+		"bad chunk":         []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n"),
+		"bad gzip":          []byte("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"),
+		"bad redirect":      []byte("HTTP/1.1 302 Found\r\nLocation: http://[::1\r\nContent-Length: 0\r\n\r\n"),
+		"redirect no place": []byte("HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n"),
+	} {
+		r := c.Fetch(context.Background(), rawServer(t, reply))
+		switch name {
+		case "bad redirect", "redirect no place":
+			if r.Err != nil || r.Status != 302 || r.Location != "" {
+				t.Errorf("%s: Err %v, Status %d, Location %q; want 302 without a target", name, r.Err, r.Status, r.Location)
+			}
+		default:
+			if r.Err == nil {
+				t.Errorf("%s: no error; Status %d, Body %q", name, r.Status, r.Body)
+			}
+		}
+	}
+}
+
+func TestFetchHTTPS(t *testing.T) {
+	var proto atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proto.Store(int32(r.ProtoMajor))
+		fmt.Fprint(w, "secure")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	c.transport.TLSClientConfig.RootCAs = pool
+
+	r := c.Fetch(context.Background(), srv.URL)
+	if r.Err != nil || string(r.Body) != "secure" || r.IP != "127.0.0.1" {
+		t.Fatalf("Err %v, Body %q, IP %q", r.Err, r.Body, r.IP)
+	}
+	if p := proto.Load(); p != 2 {
+		t.Errorf("spoke HTTP/%d, want HTTP/2", p)
+	}
+}

@@ -1,0 +1,478 @@
+// Package frontier schedules fetches: per-host FIFO queues in the partition's
+// store, at most one task in flight per host, and a politeness gap between two
+// requests to a host. Each owned partition runs one loop that alone touches its
+// state, so nothing here needs a lock.
+//
+// Intake (new URLs from dedup, finished tasks from fetchers) arrives on one
+// consumer per partition, in stream order. A batch is applied to the store in
+// one atomic step together with its highest stream sequence; a replayed batch
+// (crash between apply and ack) is recognised by that watermark and skipped,
+// so intake is effectively-once. Failed store writes are retried in place,
+// never nak'ed, which keeps the stream order the watermark relies on.
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/pkg/urlx"
+)
+
+const maxBatch = 1024
+
+// Options wire a frontier service.
+type Options struct {
+	JS         jetstream.JetStream
+	Names      subjects.Names
+	Store      store.Frontier
+	Partitions []int
+
+	Delay        time.Duration // politeness gap between requests to one host
+	FetchTimeout time.Duration
+	// TaskTTL is how long an issued task may wait for a fetcher; after it the
+	// fetcher reports it expired and the URL is issued again.
+	TaskTTL     time.Duration
+	DedupWindow time.Duration // the streams' duplicate window
+	MaxAttempts int
+	MaxPages    int // crawl-wide fetch budget, 0 = unlimited
+	MaxDeliver  int
+
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // may be nil
+}
+
+// Stats are the service's running totals.
+type Stats struct {
+	Enqueued, Issued, Done, Expired, Dropped atomic.Int64
+}
+
+// Service is one frontier replica.
+type Service struct {
+	o     Options
+	dlq   bus.DeadLetters
+	Stats Stats
+}
+
+// New wires a frontier replica; Run starts it.
+func New(o Options) *Service {
+	if o.TaskTTL <= 0 {
+		o.TaskTTL = 10 * time.Minute
+	}
+	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver}}
+	if o.Registerer != nil {
+		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "frontier", Name: name, Help: help},
+				func() float64 { return float64(v.Load()) })
+		}
+		o.Registerer.MustRegister(
+			c("urls_enqueued_total", "URLs added to host queues.", &s.Stats.Enqueued),
+			c("tasks_issued_total", "Fetch tasks issued.", &s.Stats.Issued),
+			c("tasks_done_total", "Fetch tasks reported done.", &s.Stats.Done),
+			c("tasks_expired_total", "Tasks whose lease ran out or that expired unfetched.", &s.Stats.Expired),
+			c("urls_dropped_total", "URLs given up after --max-attempts lost tasks.", &s.Stats.Dropped),
+		)
+	}
+	return s
+}
+
+// Run schedules every owned partition until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.o.Partitions))
+	for _, p := range s.o.Partitions {
+		cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.ConsumerFrontier(p))
+		if err != nil {
+			return err
+		}
+		pt := &partition{s: s, p: p, log: s.o.Log.With("partition", p), hosts: map[string]*host{}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := pt.run(ctx, cons); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("frontier partition %d: %w", p, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// host is the in-memory view of one host of the partition.
+type host struct {
+	name      string
+	queued    int
+	inFlight  *store.InFlight
+	nextAt    time.Time // politeness: earliest time of the next request
+	scheduled bool      // an entry for it is in the ready heap
+}
+
+type partition struct {
+	s         *Service
+	p         int
+	log       *slog.Logger
+	applied   uint64
+	hosts     map[string]*host
+	ready     timeHeap // hosts waiting for their politeness gap
+	leases    timeHeap // tasks in flight, by lease end
+	budgetOut bool
+}
+
+func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
+	work := context.WithoutCancel(ctx) // finish the step in hand on shutdown
+	if err := pt.load(work); err != nil {
+		return err
+	}
+	msgs, err := bus.Pull(ctx, cons, maxBatch)
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		if err := pt.expireLeases(work, now); err != nil {
+			return err
+		}
+		if err := pt.issueDue(work, now); err != nil {
+			return err
+		}
+		timer.Reset(pt.nextWake(now))
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			if err := pt.apply(work, bus.Drain(msgs, []jetstream.Msg{m}, maxBatch)); err != nil {
+				return err
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// load rebuilds memory from the store: queued hosts become due now, tasks in
+// flight keep their leases. Tasks issued within the duplicate window are
+// published again: if the crash came between recording and publishing one,
+// this recovers it; if it was published, JetStream drops the copy.
+func (pt *partition) load(ctx context.Context) error {
+	var st store.PartitionState
+	if err := bus.Retry(ctx, "load partition", pt.log.Warn, nil, func() (err error) {
+		st, err = pt.s.o.Store.Load(ctx, pt.p)
+		return err
+	}); err != nil {
+		return err
+	}
+	pt.applied = st.Applied
+	now := time.Now()
+	var republish []store.InFlight
+	for _, hs := range st.Hosts {
+		h := pt.host(hs.Host)
+		h.queued = hs.Queued
+		h.inFlight = hs.InFlight
+		if h.inFlight != nil {
+			pt.leases.push(h.inFlight.LeaseUntil, h.name, h.inFlight.Task.ID)
+			if now.Sub(h.inFlight.Task.IssuedAt) < pt.s.o.DedupWindow-time.Minute {
+				republish = append(republish, *h.inFlight)
+			}
+		}
+		pt.schedule(h, now)
+	}
+	if len(republish) > 0 {
+		pt.log.Info("re-publishing tasks in flight at the last stop", "tasks", len(republish))
+		return pt.publish(ctx, republish)
+	}
+	return nil
+}
+
+func (pt *partition) host(name string) *host {
+	h := pt.hosts[name]
+	if h == nil {
+		h = &host{name: name}
+		pt.hosts[name] = h
+	}
+	return h
+}
+
+// schedule puts h in the ready heap if it can take a task, or forgets it when
+// it has nothing left, so memory follows the live hosts only.
+func (pt *partition) schedule(h *host, now time.Time) {
+	if h.inFlight != nil {
+		return
+	}
+	if h.queued <= 0 {
+		delete(pt.hosts, h.name)
+		return
+	}
+	if !h.scheduled {
+		h.scheduled = true
+		pt.ready.push(maxTime(h.nextAt, now), h.name, "")
+	}
+}
+
+func (pt *partition) nextWake(now time.Time) time.Duration {
+	next := now.Add(time.Second) // also re-check periodically
+	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Before(next) {
+		next = pt.ready.peek().at
+	}
+	if pt.leases.Len() > 0 && pt.leases.peek().at.Before(next) {
+		next = pt.leases.peek().at
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
+// apply records one intake batch in the store, then in memory, then acks it.
+func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
+	var (
+		enq     []store.Queued
+		done    []store.Done
+		expired []messages.FetchDone
+		keep    []jetstream.Msg
+		top     = pt.applied
+	)
+	for _, m := range batch {
+		md, err := m.Metadata()
+		if err != nil {
+			pt.park(ctx, m, err.Error())
+			continue
+		}
+		if md.Sequence.Stream <= pt.applied {
+			_ = m.Ack() // replay of a batch already applied
+			continue
+		}
+		if err := pt.decode(m, &enq, &done, &expired); err != nil {
+			pt.park(ctx, m, err.Error())
+			continue
+		}
+		top = max(top, md.Sequence.Stream)
+		keep = append(keep, m)
+	}
+	if top > pt.applied {
+		hold := func() {
+			for _, m := range keep {
+				_ = m.InProgress()
+			}
+		}
+		var ok bool
+		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
+			ok, err = pt.s.o.Store.Apply(ctx, pt.p, top, enq, done)
+			return err
+		}); err != nil {
+			return err
+		}
+		if !ok {
+			// The store is ahead of memory: another owner applied it. Trust
+			// the store.
+			pt.log.Warn("store watermark ahead of memory; reloading", "seq", top)
+			pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
+			if err := pt.load(ctx); err != nil {
+				return err
+			}
+		} else {
+			pt.applied = top
+			pt.remember(enq, done)
+		}
+	}
+	for _, fd := range expired {
+		if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
+			return err
+		}
+	}
+	for _, m := range keep {
+		_ = m.Ack()
+	}
+	return nil
+}
+
+func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]store.Done, expired *[]messages.FetchDone) error {
+	if pt.s.dlq.CrashLooping(m) {
+		return fmt.Errorf("delivered more than %d times without being acked", pt.s.o.MaxDeliver)
+	}
+	switch kind := m.Headers().Get(messages.HeaderKind); kind {
+	case "new":
+		var nu messages.NewURLs
+		if err := messages.Decode(m.Data(), &nu); err != nil {
+			return err
+		}
+		for _, l := range nu.Links {
+			h, err := urlx.Host(l.URL)
+			if err != nil {
+				pt.log.Warn("dropping invalid URL", "url", l.URL, "err", err)
+				continue
+			}
+			*enq = append(*enq, store.Queued{Host: h, Link: l, Attempt: 1})
+		}
+	case "done":
+		var fd messages.FetchDone
+		if err := messages.Decode(m.Data(), &fd); err != nil {
+			return err
+		}
+		if fd.Expired {
+			*expired = append(*expired, fd)
+		} else {
+			*done = append(*done, store.Done{Host: fd.Host, TaskID: fd.TaskID})
+		}
+	default:
+		return fmt.Errorf("unknown %s header %q on %s", messages.HeaderKind, kind, m.Subject())
+	}
+	return nil
+}
+
+func (pt *partition) park(ctx context.Context, m jetstream.Msg, reason string) {
+	if err := pt.s.dlq.Park(ctx, m, reason); err != nil {
+		pt.log.Error("dead-letter failed", "err", err)
+	}
+}
+
+// remember mirrors an applied batch in memory.
+func (pt *partition) remember(enq []store.Queued, done []store.Done) {
+	now := time.Now()
+	for _, q := range enq {
+		h := pt.host(q.Host)
+		h.queued++
+		pt.s.Stats.Enqueued.Add(1)
+		pt.schedule(h, now)
+	}
+	for _, d := range done {
+		h := pt.hosts[d.Host]
+		if h == nil || h.inFlight == nil || h.inFlight.Task.ID != d.TaskID {
+			continue // stale: the task was re-issued after its lease ran out
+		}
+		h.inFlight = nil
+		h.nextAt = now.Add(pt.s.o.Delay)
+		pt.s.Stats.Done.Add(1)
+		pt.schedule(h, now)
+	}
+}
+
+// expire gives a lost task's URL back to its host's queue (or drops it after
+// maxAttempts) and frees the host.
+func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAttempts int) error {
+	h := pt.hosts[hostName]
+	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != taskID {
+		return nil
+	}
+	var requeued bool
+	if err := bus.Retry(ctx, "expire task", pt.log.Warn, nil, func() (err error) {
+		requeued, err = pt.s.o.Store.Expire(ctx, pt.p, hostName, taskID, maxAttempts)
+		return err
+	}); err != nil {
+		return err
+	}
+	pt.s.Stats.Expired.Add(1)
+	if requeued {
+		h.queued++
+	} else {
+		pt.s.Stats.Dropped.Add(1)
+		pt.log.Warn("giving up on URL: its fetch result never came back", "url", h.inFlight.Task.URL, "attempts", h.inFlight.Task.Attempt)
+	}
+	h.inFlight = nil
+	pt.schedule(h, time.Now())
+	return nil
+}
+
+func (pt *partition) expireLeases(ctx context.Context, now time.Time) error {
+	for pt.leases.Len() > 0 && !pt.leases.peek().at.After(now) {
+		e := pt.leases.pop()
+		if err := pt.expire(ctx, e.host, e.task, pt.s.o.MaxAttempts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// issueDue issues one task for every host whose politeness gap has passed.
+func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
+	if pt.budgetOut {
+		return nil
+	}
+	var due []string
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(now) {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		if h.inFlight == nil && h.queued > 0 {
+			due = append(due, h.name)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	if pt.s.o.MaxPages > 0 {
+		var granted int
+		if err := bus.Retry(ctx, "take budget", pt.log.Warn, nil, func() (err error) {
+			granted, err = pt.s.o.Store.TakeBudget(ctx, len(due), pt.s.o.MaxPages)
+			return err
+		}); err != nil {
+			return err
+		}
+		if granted < len(due) {
+			pt.budgetOut = true
+			pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
+			for _, name := range due[granted:] {
+				pt.schedule(pt.hosts[name], now)
+			}
+			due = due[:granted]
+		}
+	}
+	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + time.Minute
+	reqs := make([]store.Issue, len(due))
+	for i, name := range due {
+		reqs[i] = store.Issue{Host: name, TaskID: nuid.Next(), IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
+	}
+	var tasks []store.InFlight
+	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
+		tasks, err = pt.s.o.Store.Pop(ctx, pt.p, reqs)
+		return err
+	}); err != nil {
+		return err
+	}
+	for i := range tasks {
+		h := pt.host(tasks[i].Task.Host)
+		h.queued--
+		h.inFlight = &tasks[i]
+		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
+	}
+	pt.s.Stats.Issued.Add(int64(len(tasks)))
+	return pt.publish(ctx, tasks)
+}
+
+// publish sends tasks to the fetchers; the task ID is the message ID.
+func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error {
+	msgs := make([]*nats.Msg, len(tasks))
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		data, _ := json.Marshal(t.Task)
+		msgs[i] = nats.NewMsg(pt.s.o.Names.Fetch(pt.p))
+		msgs[i].Data = data
+		ids[i] = "task:" + t.Task.ID
+	}
+	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
