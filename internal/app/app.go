@@ -65,7 +65,8 @@ func (d *Deps) Close() error {
 func Topology(cfg config.Config, names subjects.Names) bus.Topology {
 	return bus.Topology{
 		Names: names, Partitions: cfg.PartitionCount, DedupWindow: cfg.DedupWindow,
-		FetchAck: cfg.FetchTimeout + 30*time.Second,
+		// A task may wait in the pull buffer for one fetch, then take one.
+		FetchAck: 2*cfg.FetchTimeout + 5*time.Second,
 	}
 }
 
@@ -184,7 +185,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		}
 		return frontier.New(frontier.Options{
 			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts,
-			Delay: cfg.PolitenessDelay, FetchTimeout: cfg.FetchTimeout, DedupWindow: cfg.DedupWindow,
+			Delay: cfg.PolitenessDelay, FetchTimeout: cfg.FetchTimeout,
 			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 			Log: log, Registerer: d.Registry,
 		}), nil

@@ -110,7 +110,7 @@ func testConfig(t testing.TB, seeds []string) config.Config {
 	return cfg
 }
 
-func testLogger(t testing.TB) *slog.Logger {
+func testLogger(testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}

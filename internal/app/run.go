@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,23 +135,38 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 }
 
 // outWriter is a tap on pages.parsed that appends one JSON line per fetched
-// URL to a file, acking each message after it is written.
+// URL to a file. It writes effectively once: after each batch it records, in
+// a checkpoint file beside the output, the last stream sequence written and
+// the file's size. On start it cuts the file back to the checkpointed size
+// (dropping a batch cut short by a crash, which JetStream redelivers) and
+// skips messages at or below the checkpointed sequence.
 type outWriter struct {
 	f    *os.File
-	buf  *bufio.Writer
+	ckpt string
+	pos  outCheckpoint
 	cons jetstream.Consumer
 	done chan struct{}
 	quit context.CancelFunc
 	err  error
 }
 
+type outCheckpoint struct {
+	Seq  uint64 `json:"seq"`
+	Size int64  `json:"size"`
+}
+
 func startOut(ctx context.Context, d *Deps, path string) (*outWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
-	cons, err := d.JS.CreateOrUpdateConsumer(ctx, d.Names.StreamParsed(), jetstream.ConsumerConfig{
-		Durable: "out", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4096, AckWait: time.Minute,
+	o := &outWriter{f: f, ckpt: path + ".checkpoint", done: make(chan struct{})}
+	if err := o.recover(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	o.cons, err = d.JS.CreateOrUpdateConsumer(ctx, d.Names.StreamParsed(), jetstream.ConsumerConfig{
+		Durable: "out", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4096, AckWait: 30 * time.Second,
 		FilterSubject: d.Names.PagesParsed(),
 	})
 	if err != nil {
@@ -160,15 +174,43 @@ func startOut(ctx context.Context, d *Deps, path string) (*outWriter, error) {
 		return nil, fmt.Errorf("--out consumer: %w", err)
 	}
 	octx, quit := context.WithCancel(context.WithoutCancel(ctx))
-	msgs, err := bus.Pull(octx, cons, 1024)
+	msgs, err := bus.Pull(octx, o.cons, 1024)
 	if err != nil {
 		quit()
 		f.Close()
 		return nil, err
 	}
-	o := &outWriter{f: f, buf: bufio.NewWriterSize(f, 1<<16), cons: cons, done: make(chan struct{}), quit: quit}
+	o.quit = quit
 	go o.loop(octx, msgs)
 	return o, nil
+}
+
+// recover reads the checkpoint and cuts off what was written after it.
+func (o *outWriter) recover() error {
+	fi, err := o.f.Stat()
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	data, err := os.ReadFile(o.ckpt)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		o.pos = outCheckpoint{Size: fi.Size()} // a file of the user's: append to it
+	case err != nil:
+		return fmt.Errorf("--out checkpoint: %w", err)
+	default:
+		if err := json.Unmarshal(data, &o.pos); err != nil {
+			return fmt.Errorf("--out checkpoint %s: %w (delete it to start the file afresh)", o.ckpt, err)
+		}
+	}
+	if fi.Size() < o.pos.Size {
+		return fmt.Errorf("--out: %s is shorter (%d bytes) than its checkpoint says (%d); was it edited? delete %s to start afresh",
+			o.f.Name(), fi.Size(), o.pos.Size, o.ckpt)
+	}
+	if err := o.f.Truncate(o.pos.Size); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	_, err = o.f.Seek(o.pos.Size, io.SeekStart)
+	return err
 }
 
 func (o *outWriter) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
@@ -178,23 +220,52 @@ func (o *outWriter) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
 		if batch == nil {
 			return
 		}
-		for _, m := range batch {
-			var p messages.Parsed
-			if err := messages.Decode(m.Data(), &p); err != nil {
-				_ = m.Term() // not ours to judge; skip it rather than wedge the file
-				continue
-			}
-			line, _ := json.Marshal(p)
-			o.buf.Write(append(line, '\n'))
-		}
-		if err := o.buf.Flush(); err != nil {
-			o.err = fmt.Errorf("--out: %w", err)
+		if err := o.write(batch); err != nil {
+			o.err = err
 			return
 		}
 		for _, m := range batch {
 			_ = m.Ack()
 		}
 	}
+}
+
+func (o *outWriter) write(batch []jetstream.Msg) error {
+	var buf []byte
+	next := o.pos
+	for _, m := range batch {
+		md, err := m.Metadata()
+		if err != nil || md.Sequence.Stream <= o.pos.Seq {
+			continue // written before the last stop
+		}
+		next.Seq = md.Sequence.Stream
+		var p messages.Parsed
+		if err := messages.Decode(m.Data(), &p); err != nil {
+			continue // not a document we can write; nothing to gain by retrying
+		}
+		line, _ := json.Marshal(p)
+		buf = append(append(buf, line...), '\n')
+	}
+	if next.Seq == o.pos.Seq {
+		return nil
+	}
+	if _, err := o.f.Write(buf); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := o.f.Sync(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	next.Size = o.pos.Size + int64(len(buf))
+	data, _ := json.Marshal(next)
+	tmp := o.ckpt + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("--out checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, o.ckpt); err != nil {
+		return fmt.Errorf("--out checkpoint: %w", err)
+	}
+	o.pos = next
+	return nil
 }
 
 // finish waits, when drain is set, until every parsed page is written, then
@@ -209,9 +280,6 @@ func (o *outWriter) finish(drain bool) error {
 	}
 	o.quit()
 	<-o.done
-	if err := o.f.Sync(); err != nil && o.err == nil {
-		o.err = err
-	}
 	if err := o.f.Close(); err != nil && o.err == nil {
 		o.err = err
 	}

@@ -9,7 +9,9 @@ import (
 )
 
 // Pull delivers a consumer's messages on a channel until ctx ends; the channel
-// is closed then. buffer bounds how many messages are pulled ahead.
+// is closed then. buffer bounds how many messages are pulled ahead. Messages
+// pulled but not yet handed over when ctx ends are nak'ed, so a restart gets
+// them at once instead of after their ack wait.
 func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstream.Msg, error) {
 	it, err := c.Messages(jetstream.PullMaxMessages(buffer))
 	if err != nil {
@@ -18,29 +20,32 @@ func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstre
 	out := make(chan jetstream.Msg)
 	go func() {
 		<-ctx.Done()
-		it.Stop()
+		it.Drain() // stop pulling; Next still returns what is buffered
 	}()
 	go func() {
 		defer close(out)
 		for {
 			msg, err := it.Next()
 			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 					return
 				}
 				// Heartbeat misses and reconnects are transient: the
 				// iterator keeps pulling; do not spin on a dead link.
 				select {
 				case <-ctx.Done():
-					return
 				case <-time.After(100 * time.Millisecond):
 				}
+				continue
+			}
+			if ctx.Err() != nil {
+				_ = msg.Nak()
 				continue
 			}
 			select {
 			case out <- msg:
 			case <-ctx.Done():
-				return
+				_ = msg.Nak()
 			}
 		}
 	}()

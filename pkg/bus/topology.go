@@ -72,14 +72,17 @@ func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
 	}
 	var dedup, frontier []jetstream.ConsumerConfig
 	for p := 0; p < t.Partitions; p++ {
-		dedup = append(dedup, durable(n.ConsumerDedup(p), n.Discovered(p), time.Minute, 4096))
-		frontier = append(frontier, durable(n.ConsumerFrontier(p), n.Frontier(p), time.Minute, 4096))
+		// Batches take milliseconds and retries extend the lease, so a short
+		// ack wait only matters after a crash: it is how long a restarted
+		// replica waits for what its predecessor had pulled.
+		dedup = append(dedup, durable(n.ConsumerDedup(p), n.Discovered(p), 15*time.Second, 4096))
+		frontier = append(frontier, durable(n.ConsumerFrontier(p), n.Frontier(p), 15*time.Second, 4096))
 	}
 	return map[string][]jetstream.ConsumerConfig{
 		n.StreamDiscovered(): dedup,
 		n.StreamFrontier():   frontier,
 		n.StreamFetch():      {durable(n.ConsumerFetcher(), n.Prefix+".fetch.*", t.FetchAck, 100000)},
-		n.StreamPages():      {durable(n.ConsumerParser(), n.PagesFetched(), 2*time.Minute, 10000)},
+		n.StreamPages():      {durable(n.ConsumerParser(), n.PagesFetched(), 30*time.Second, 10000)},
 	}
 }
 

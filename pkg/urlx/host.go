@@ -124,8 +124,10 @@ func checkDNSLength(h string) error {
 // toASCII applies IDNA (idna.go), skipping it for plain ASCII names with no
 // ACE label.
 func toASCII(h string) (string, error) {
-	if isASCII(h) && !strings.Contains(strings.ToLower(h), "xn--") {
-		return strings.ToLower(h), nil
+	if isASCII(h) {
+		if l := strings.ToLower(h); !strings.Contains(l, acePrefix) {
+			return l, nil
+		}
 	}
 	return idnaToASCII(h)
 }

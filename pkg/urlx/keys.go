@@ -63,11 +63,11 @@ func RegistrableDomain(host string) string {
 	return d
 }
 
-// hostname strips the port and IPv6 brackets, and any trailing dot.
+// hostname strips the port, IPv6 brackets and trailing dots, and lowercases.
 func hostname(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	return strings.TrimRight(host, ".")
+	return strings.ToLower(strings.TrimRight(host, "."))
 }

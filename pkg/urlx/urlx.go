@@ -2,16 +2,19 @@
 // derives from it the keys the pipeline routes by: the host, its partition and
 // a 64-bit fingerprint.
 //
-// Canonical form (applied by Canonicalize and Resolve, documented in
-// docs and relied on by dedup, so changing it re-keys a crawl):
+// The canonical form below is part of a crawl's contract: fingerprints, the
+// seen set and partitions are computed from it, so changing it re-keys a
+// crawl. Canonicalize and Resolve apply it:
 //
 //   - only http and https; scheme and host lowercased;
 //   - leading and trailing C0 controls and spaces stripped, tabs and newlines
 //     removed, '\' read as '/' before the query (what browsers do with hrefs);
-//   - host: percent-decoded, IDNA to ASCII (UTS #46, non-transitional, no STD3
-//     or hyphen rules, like the WHATWG URL standard), trailing dots dropped,
-//     IPv4 in any WHATWG notation (0x7f.1, 2130706433) written as dotted
-//     decimal, IPv6 compressed; userinfo dropped; default port dropped;
+//   - host: percent-decoded, IDNA to ASCII (UTS #46 non-transitional with no
+//     STD3 or hyphen rules, as in the WHATWG URL standard; a subset, see
+//     idna.go), trailing dots dropped, names DNS cannot carry (empty or
+//     over-long labels) refused, IPv4 in any WHATWG notation (0x7f.1,
+//     2130706433) written as dotted decimal, IPv6 compressed; userinfo
+//     dropped; default port dropped;
 //   - path: "/" when empty; percent-encoding normalized (hex upper-cased,
 //     unreserved characters decoded, a '%' that starts no escape written as
 //     %25, characters browsers escape escaped); dot segments resolved;

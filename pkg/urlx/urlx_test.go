@@ -277,3 +277,16 @@ func TestRegistrableDomain(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkCanonicalize(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		Canonicalize("HTTP://www.Example.com:80/a/./b/../c%7e?q=1&r=%7e#frag")
+	}
+}
+
+func BenchmarkResolve(b *testing.B) {
+	base, _ := url.Parse("http://www.example.com/dir/page.html")
+	for i := 0; i < b.N; i++ {
+		Resolve(base, "../other/page-2.html?x=1")
+	}
+}

@@ -14,6 +14,7 @@ package frontier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -47,7 +48,6 @@ type Options struct {
 	// TaskTTL is how long an issued task may wait for a fetcher; after it the
 	// fetcher reports it expired and the URL is issued again.
 	TaskTTL     time.Duration
-	DedupWindow time.Duration // the streams' duplicate window
 	MaxAttempts int
 	MaxPages    int // crawl-wide fetch budget, 0 = unlimited
 	MaxDeliver  int
@@ -169,9 +169,8 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 }
 
 // load rebuilds memory from the store: queued hosts become due now, tasks in
-// flight keep their leases. Tasks issued within the duplicate window are
-// published again: if the crash came between recording and publishing one,
-// this recovers it; if it was published, JetStream drops the copy.
+// flight keep their leases. A task recorded in flight but never published
+// (a crash between the two) is published again; see unpublished.
 func (pt *partition) load(ctx context.Context) error {
 	var st store.PartitionState
 	if err := bus.Retry(ctx, "load partition", pt.log.Warn, nil, func() (err error) {
@@ -182,24 +181,81 @@ func (pt *partition) load(ctx context.Context) error {
 	}
 	pt.applied = st.Applied
 	now := time.Now()
-	var republish []store.InFlight
+	var inFlight []store.InFlight
 	for _, hs := range st.Hosts {
 		h := pt.host(hs.Host)
 		h.queued = hs.Queued
 		h.inFlight = hs.InFlight
 		if h.inFlight != nil {
 			pt.leases.push(h.inFlight.LeaseUntil, h.name, h.inFlight.Task.ID)
-			if now.Sub(h.inFlight.Task.IssuedAt) < pt.s.o.DedupWindow-time.Minute {
-				republish = append(republish, *h.inFlight)
-			}
+			inFlight = append(inFlight, *h.inFlight)
 		}
 		pt.schedule(h, now)
 	}
-	if len(republish) > 0 {
-		pt.log.Info("re-publishing tasks in flight at the last stop", "tasks", len(republish))
-		return pt.publish(ctx, republish)
+	if len(inFlight) == 0 {
+		return nil
+	}
+	var lost []store.InFlight
+	if err := bus.Retry(ctx, "find unpublished tasks", pt.log.Warn, nil, func() (err error) {
+		lost, err = pt.unpublished(ctx, inFlight)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		pt.log.Info("publishing tasks recorded but not published before the last stop", "tasks", len(lost))
+		return pt.publish(ctx, lost)
 	}
 	return nil
+}
+
+// unpublished returns the tasks that are neither waiting in the fetch stream
+// nor reported in a done message. A fetcher publishes a task's done message
+// before it acks (and so removes) the task, so reading the fetch stream first
+// and the done messages second cannot miss a task that moves between them.
+// Both reads are bounded by the tasks in flight: one per host.
+func (pt *partition) unpublished(ctx context.Context, tasks []store.InFlight) ([]store.InFlight, error) {
+	seen := map[string]bool{}
+	scan := func(stream, subject string, id func([]byte) string) error {
+		st, err := pt.s.o.JS.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		for seq := uint64(1); ; seq++ {
+			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			seen[id(m.Data)] = true
+			seq = m.Sequence
+		}
+	}
+	taskID := func(data []byte) string {
+		var t messages.FetchTask
+		_ = json.Unmarshal(data, &t)
+		return t.ID
+	}
+	doneID := func(data []byte) string {
+		var d messages.FetchDone
+		_ = json.Unmarshal(data, &d)
+		return d.TaskID
+	}
+	if err := scan(pt.s.o.Names.StreamFetch(), pt.s.o.Names.Fetch(pt.p), taskID); err != nil {
+		return nil, err
+	}
+	if err := scan(pt.s.o.Names.StreamFrontier(), pt.s.o.Names.FrontierDone(pt.p), doneID); err != nil {
+		return nil, err
+	}
+	var lost []store.InFlight
+	for _, t := range tasks {
+		if !seen[t.Task.ID] {
+			lost = append(lost, t)
+		}
+	}
+	return lost, nil
 }
 
 func (pt *partition) host(name string) *host {

@@ -30,7 +30,8 @@ const (
 // Extracted is what a page yields.
 type Extracted struct {
 	Title string
-	// Links are canonical http(s) URLs, in document order, without repeats.
+	// Links are canonical http(s) URLs, in document order, without repeats;
+	// never nil, so it encodes as a JSON array.
 	Links []string
 	// Dropped counts hrefs that did not resolve to an http(s) URL:
 	// javascript:, mailto: and other schemes, and malformed URLs.

@@ -1,0 +1,192 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/crawlstate"
+)
+
+// externalServices returns the NATS URL and Redis address of the machine's
+// services. In CI (TRAWLER_CI set) they must be up; elsewhere the test is
+// skipped when they are not.
+func externalServices(t *testing.T) (string, string) {
+	t.Helper()
+	natsURL := envOr("NATS_URL", "nats://127.0.0.1:4222")
+	redisAddr := envOr("REDIS_ADDR", "127.0.0.1:6379")
+	for _, addr := range []string{hostPort(natsURL), redisAddr} {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			if os.Getenv("TRAWLER_CI") != "" {
+				t.Fatalf("%s unreachable in CI: %v", addr, err)
+			}
+			t.Skipf("%s unreachable (%v); cluster-mode tests need NATS and Redis", addr, err)
+		}
+		c.Close()
+	}
+	return natsURL, redisAddr
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func hostPort(natsURL string) string {
+	if len(natsURL) > 7 && natsURL[:7] == "nats://" {
+		return natsURL[7:]
+	}
+	return natsURL
+}
+
+// clusterConfig is testConfig for the external services, under a prefix of
+// its own so tests never see each other's streams or keys; they are removed
+// when the test ends.
+func clusterConfig(t *testing.T, seeds []string) config.Config {
+	natsURL, redisAddr := externalServices(t)
+	cfg := testConfig(t, seeds)
+	cfg.NATSURL = natsURL
+	cfg.RedisAddrs = []string{redisAddr}
+	cfg.Prefix = fmt.Sprintf("t%08x", rand.Uint32())
+	t.Cleanup(func() { cleanupPrefix(t, cfg) })
+	return cfg
+}
+
+func cleanupPrefix(t *testing.T, cfg config.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if nc, err := nats.Connect(cfg.NATSURL); err == nil {
+		js, _ := jetstream.New(nc)
+		names := js.StreamNames(ctx)
+		var del []string
+		for n := range names.Name() {
+			if len(n) > len(cfg.Prefix) && n[:len(cfg.Prefix)] == toUpper(cfg.Prefix) {
+				del = append(del, n)
+			}
+		}
+		for _, n := range del {
+			_ = js.DeleteStream(ctx, n)
+		}
+		nc.Close()
+	}
+	rc := redis.NewClient(&redis.Options{Addr: cfg.RedisAddrs[0]})
+	defer rc.Close()
+	iter := rc.Scan(ctx, 0, cfg.Prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		rc.Del(ctx, iter.Val())
+	}
+}
+
+func toUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}
+
+// startServices runs each service as its own component with its own NATS
+// (and Redis) connections, as four processes would.
+func startServices(t *testing.T, ctx context.Context, cfg config.Config) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, name := range app.Services {
+		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "test-"+name, testLogger(t))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		svc, err := app.NewService(ctx, name, d)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.Close()
+			if err := svc.Run(ctx); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// waitFinished seeds the crawl and waits for it to end, as 'trawler seed' and
+// 'trawler status --wait' do.
+func seedAndWait(t *testing.T, ctx context.Context, cfg config.Config) crawlstate.Snapshot {
+	t.Helper()
+	d, err := app.OpenCluster(ctx, cfg, true, "test-driver", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := app.Seed(ctx, d, cfg.Seeds); err != nil {
+		t.Logf("seed: %v", err)
+	}
+	all, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
+	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: all, MaxPages: cfg.MaxPages}
+	s, err := w.Wait(ctx, 100*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("crawl did not finish: %v (last snapshot %+v)", err, s)
+	}
+	return s
+}
+
+func TestClusterModeCrawlsWhatRunAllCrawls(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// The all-in-one crawl of one copy of the site...
+	one := newFixture(t)
+	if _, err := app.RunAll(ctx, testConfig(t, one.seeds), app.RunOptions{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	// ...and the four services, as separate components over the machine's
+	// NATS and Redis, on another copy.
+	f := newFixture(t)
+	cfg := clusterConfig(t, f.seeds)
+	stop := startServices(t, ctx, cfg)
+	seedAndWait(t, ctx, cfg)
+	stop()
+
+	want := f.expected()
+	assertFetchedOnce(t, f.site, want)
+	assertFetchedOnce(t, one.site, one.expected())
+	if len(f.site.Requests()) != len(one.site.Requests()) {
+		t.Errorf("cluster mode fetched %d URLs, all-in-one %d", len(f.site.Requests()), len(one.site.Requests()))
+	}
+}
+
+func TestClusterModePartitionsSplitAcrossReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := newFixture(t)
+	cfg := clusterConfig(t, f.seeds)
+	// Two replicas of dedup and frontier, each owning half the partitions,
+	// and two fetchers and parsers sharing their consumers.
+	lo, hi := cfg, cfg
+	lo.Partitions, hi.Partitions = "0-3", "4-7"
+	stopLo := startServices(t, ctx, lo)
+	stopHi := startServices(t, ctx, hi)
+	seedAndWait(t, ctx, cfg)
+	stopLo()
+	stopHi()
+	assertFetchedOnce(t, f.site, f.expected())
+}

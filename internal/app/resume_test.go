@@ -1,0 +1,168 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/testsite"
+)
+
+// TestMain lets the test binary act as a `trawler run` child process that a
+// test can kill -9: settings come from TRAWLER_* variables, as in production.
+func TestMain(m *testing.M) {
+	if os.Getenv("TRAWLER_TEST_CHILD") == "run" {
+		fs := newFlagSet()
+		cfg := testConfigFromEnv(fs)
+		_, err := app.RunAll(context.Background(), cfg, app.RunOptions{}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// generated is a web big enough to interrupt: 4 hosts of 40 pages, answering
+// slowly, crawled politely.
+func generated(t *testing.T) (*testsite.Site, []string, []string) {
+	s := testsite.New()
+	s.Latency = 5 * time.Millisecond
+	var hosts []*testsite.Host
+	for i := 0; i < 4; i++ {
+		hosts = append(hosts, s.AddHost(t, fmt.Sprintf("h%d", i), fmt.Sprintf("127.0.1.%d", i+1)))
+	}
+	testsite.Generate(hosts, 40, 4, 42)
+	seeds := []string{hosts[0].URL("/"), hosts[1].URL("/"), hosts[2].URL("/"), hosts[3].URL("/")}
+	want := s.Reachable(seeds, func(*urlURL) bool { return true }, -1)
+	return s, seeds, want
+}
+
+// assertResumed checks a crawl that was interrupted and resumed: everything
+// reachable fetched, and repeats only within the in-flight window (at most one
+// task per host can be in flight when the crawl stops).
+func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int) {
+	t.Helper()
+	got := s.Requests()
+	repeats := 0
+	for _, u := range want {
+		switch n := got[u]; {
+		case n == 0:
+			t.Errorf("%s never fetched", u)
+		case n > 1:
+			repeats += n - 1
+			t.Logf("fetched %d times: %s", n, u)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("fetched %d distinct URLs, want %d", len(got), len(want))
+	}
+	if repeats > hosts {
+		t.Errorf("%d repeated fetches, more than the in-flight window of %d", repeats, hosts)
+	}
+	if o := s.Overlaps(); len(o) > 0 {
+		t.Errorf("politeness broken on %v", o)
+	}
+	t.Logf("%d URLs, %d repeated fetches after the interruption", len(want), repeats)
+}
+
+func waitRequests(t *testing.T, s *testsite.Site, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		total := 0
+		for _, c := range s.Requests() {
+			total += c
+		}
+		if total >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("crawl did not reach %d requests in %s", n, timeout)
+}
+
+func TestResumeAfterCancel(t *testing.T) {
+	s, seeds, want := generated(t)
+	cfg := testConfig(t, seeds)
+	cfg.PolitenessDelay = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
+		done <- err
+	}()
+	waitRequests(t, s, len(want)/3, time.Minute)
+	cancel() // what SIGINT does
+	if err := <-done; err != app.ErrInterrupted {
+		t.Fatalf("interrupted run: err = %v, want ErrInterrupted", err)
+	}
+	if n := len(s.Requests()); n >= len(want) {
+		t.Fatalf("crawl finished (%d URLs) before it was interrupted; make the site slower", n)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel2()
+	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	assertResumed(t, s, want, 4)
+}
+
+func TestResumeAfterKill9(t *testing.T) {
+	s, seeds, want := generated(t)
+	cfg := testConfig(t, seeds)
+	seedsFile := filepath.Join(t.TempDir(), "seeds.txt")
+	if err := os.WriteFile(seedsFile, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	child := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(),
+			"TRAWLER_TEST_CHILD=run",
+			"TRAWLER_SEEDS_FILE="+seedsFile,
+			"TRAWLER_DATA_DIR="+cfg.DataDir,
+			"TRAWLER_ALLOW_PRIVATE=true",
+			"TRAWLER_POLITENESS_DELAY=20ms",
+			"TRAWLER_PARTITION_COUNT=8",
+			"TRAWLER_FETCH_TIMEOUT=3s",
+			"TRAWLER_PROGRESS=false",
+			"TRAWLER_OUT="+out,
+		)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}
+	first := child()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitRequests(t, s, len(want)/3, time.Minute)
+	if err := first.Process.Kill(); err != nil { // SIGKILL: no chance to clean up
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	if n := len(s.Requests()); n >= len(want) {
+		t.Fatalf("crawl finished (%d URLs) before it was killed; make the site slower", n)
+	}
+	t.Logf("killed after %d of %d URLs", len(s.Requests()), len(want))
+
+	second := child()
+	if err := second.Run(); err != nil {
+		t.Fatalf("resumed run: %v", err)
+	}
+	assertResumed(t, s, want, 4)
+	recs := readOut(t, out) // fails on lines repeated beyond the window too
+	for _, u := range want {
+		if recs[u] == nil {
+			t.Errorf("--out lacks %s", u)
+		}
+	}
+}
