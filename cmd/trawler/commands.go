@@ -6,11 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/pkg/config"
@@ -57,6 +53,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		opts.Progress = stderr
 	}
 	sum, err := app.RunAll(ctx, cfg, opts, log)
+	if err != nil && !errors.Is(err, app.ErrInterrupted) {
+		return err
+	}
 	fmt.Fprintf(stdout, "fetched %d pages in %s (%.1f/s), %d errors; %d pages over the crawl's life; %d URLs left queued; %d dead letters\n",
 		sum.Fetched, sum.Elapsed.Truncate(time.Millisecond), float64(sum.Fetched)/max(sum.Elapsed.Seconds(), 1e-3),
 		sum.Errors, sum.Total, sum.Queued, sum.DeadLetters)
@@ -83,32 +82,13 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 			return err
 		}
 		if cfg.MetricsAddr != "" {
-			serveMetrics(ctx, cfg.MetricsAddr, d, log)
+			app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
 		}
 		log.Info("started", "partitions", cfg.Partitions, "prefix", cfg.Prefix)
 		err = svc.Run(ctx)
 		log.Info("stopped", "err", err)
 		return err
 	}
-}
-
-func serveMetrics(ctx context.Context, addr string, d *app.Deps, log *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !d.NC.IsConnected() {
-			http.Error(w, "NATS disconnected", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "addr", addr, "err", err)
-		}
-	}()
-	go func() { <-ctx.Done(); srv.Close() }()
 }
 
 func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -86,6 +86,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 			}
 		}()
 	}
+	if cfg.MetricsAddr != "" {
+		ServeMetrics(runCtx, cfg.MetricsAddr, d, log)
+	}
 	var out *outWriter
 	if cfg.Out != "" {
 		if out, err = startOut(runCtx, d, cfg.Out); err != nil {
@@ -108,9 +111,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		}
 	}()
 	last, waitErr := w.Wait(waitCtx, 250*time.Millisecond, func(s crawlstate.Snapshot) {
-		prog.show(s, fetch.Stats.Errors.Load())
+		prog.show(s, &fetch.Stats, false)
 	})
-	prog.end()
+	prog.show(last, &fetch.Stats, true)
 
 	stop() // services finish the work in hand, ack it and return
 	wg.Wait()
@@ -289,19 +292,17 @@ func (o *outWriter) finish(drain bool) error {
 // progress draws one live status line: a rewritten line on a terminal, a
 // line every few seconds elsewhere.
 type progress struct {
-	w        io.Writer
-	tty      bool
-	start    time.Time
-	lastAt   time.Time
-	lastSeq  uint64
-	rate     float64
-	shownAt  time.Time
-	firstSeq uint64
-	began    bool
+	w       io.Writer
+	tty     bool
+	start   time.Time
+	lastAt  time.Time
+	last    int64
+	rate    float64
+	shownAt time.Time
 }
 
 func newProgress(w io.Writer, start time.Time) *progress {
-	p := &progress{w: w, start: start}
+	p := &progress{w: w, start: start, lastAt: start}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.tty = true
@@ -310,38 +311,37 @@ func newProgress(w io.Writer, start time.Time) *progress {
 	return p
 }
 
-func (p *progress) show(s crawlstate.Snapshot, errs int64) {
-	if p.w == nil {
+// show draws s with this run's fetch counts; final forces a last line.
+func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
+	if p.w == nil || s.At.IsZero() {
 		return
 	}
-	if !p.began {
-		p.began, p.firstSeq, p.lastSeq, p.lastAt = true, s.Pages.LastSeq, s.Pages.LastSeq, s.At
-	}
+	fetched, errs := st.Fetched.Load()+st.Errors.Load(), st.Errors.Load()
 	if dt := s.At.Sub(p.lastAt).Seconds(); dt >= 1 {
-		inst := float64(s.Pages.LastSeq-p.lastSeq) / dt
+		inst := float64(fetched-p.last) / dt
 		p.rate = 0.5*p.rate + 0.5*inst // smooth the jitter of short intervals
-		p.lastSeq, p.lastAt = s.Pages.LastSeq, s.At
+		p.last, p.lastAt = fetched, s.At
 	}
 	every := 5 * time.Second
 	if p.tty {
 		every = 250 * time.Millisecond
 	}
-	if s.At.Sub(p.shownAt) < every {
+	if s.At.Sub(p.shownAt) < every && !final {
 		return
 	}
 	p.shownAt = s.At
-	line := fmt.Sprintf("fetched %d (%.1f/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
-		s.Pages.LastSeq-p.firstSeq, p.rate, s.Queued(), s.Store.InFlight, errs, s.DeadLetters,
-		time.Since(p.start).Truncate(time.Second))
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(p.w, line)
+	rate := p.rate
+	if final {
+		rate = float64(fetched) / max(time.Since(p.start).Seconds(), 1e-3)
 	}
-}
-
-func (p *progress) end() {
-	if p.w != nil && p.tty && p.began {
-		fmt.Fprintln(p.w)
+	line := fmt.Sprintf("fetched %d (%.1f/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
+		fetched, rate, s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
+	switch {
+	case p.tty && !final:
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+	case p.tty:
+		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
+	default:
+		fmt.Fprintln(p.w, line)
 	}
 }

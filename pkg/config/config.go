@@ -129,6 +129,9 @@ func (c *Config) Validate() error {
 	if _, err := subjects.New(c.Prefix); err != nil {
 		errs = append(errs, err)
 	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
 	if c.PartitionCount < 1 || c.PartitionCount > 4096 {
 		errs = append(errs, fmt.Errorf("--partition-count %d: want 1..4096", c.PartitionCount))
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func trawler(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunCommandCrawlsAndReports(t *testing.T) {
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<a href="/one">1</a> <a href="/two">2</a> <a href="https://elsewhere.example/">x</a>`)
+		default:
+			fmt.Fprint(w, `<a href="/">home</a>`)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "pages.jsonl")
+	code, stdout, stderr := trawler(t, "run", "--seed", srv.URL+"/", "--allow-private", "--data-dir", filepath.Join(dir, "data"),
+		"--out", out, "--politeness-delay", "1ms", "--partition-count", "4")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "fetched 3 pages") || hits != 3 {
+		t.Errorf("stdout %q, %d hits; want 3 pages", stdout, hits)
+	}
+	if !strings.Contains(stderr, "fetched 3") {
+		t.Errorf("no final progress line on stderr: %q", stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil || strings.Count(string(data), "\n") != 3 {
+		t.Errorf("--out: %v\n%s", err, data)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"help"}, 0, "Commands"},
+		{[]string{"crawl"}, 2, `unknown command "crawl"`},
+		{[]string{"run", "--scope", "planet", "--seed", "https://example.org/"}, 2, "--scope"},
+		{[]string{"run", "--no-such-flag"}, 2, "no-such-flag"},
+		{[]string{"run", "-h"}, 0, "-max-pages"},
+		{[]string{"seed", "--nats", "nats://127.0.0.1:1"}, 2, "give seed URLs"},
+		{[]string{"run", "--data-dir", "", "--seed", "https://example.org/"}, 2, "--data-dir"},
+		{[]string{"run", "--data-dir", t.TempDir(), "--seed", "not a url"}, 1, "no valid seed"},
+	} {
+		code, stdout, stderr := trawler(t, tt.args...)
+		if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
+			t.Errorf("trawler %q: exit %d, want %d with %q\nstdout: %s\nstderr: %s", tt.args, code, tt.code, tt.want, stdout, stderr)
+		}
+	}
+}

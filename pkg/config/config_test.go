@@ -1,0 +1,117 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, args []string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c Config
+	err := c.Parse(fs, args)
+	return c, err
+}
+
+func TestPrecedenceDefaultsFileEnvFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "trawler.yaml")
+	yaml := "max-pages: 10\nmax-depth: 3\nscope: domain\npoliteness-delay: 2s\nseed:\n  - https://a.example/\n  - https://b.example/x,y\n" +
+		"unknown-key-for-another-tool: 1\nredis: 10.0.0.1:6379,10.0.0.2:6379\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TRAWLER_MAX_DEPTH", "4")
+	t.Setenv("TRAWLER_ALLOW_PRIVATE", "true")
+	c, err := parse(t, []string{"--config", file, "--max-pages", "20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxPages != 20 || c.MaxDepth != 4 || c.Scope != ScopeDomain || c.PolitenessDelay != 2*time.Second || !c.AllowPrivate {
+		t.Errorf("precedence wrong: %+v", c)
+	}
+	if !slices.Equal(c.Seeds, []string{"https://a.example/", "https://b.example/x,y"}) {
+		t.Errorf("seeds = %q (a comma inside a URL must survive)", c.Seeds)
+	}
+	if !slices.Equal(c.RedisAddrs, []string{"10.0.0.1:6379", "10.0.0.2:6379"}) {
+		t.Errorf("redis = %q", c.RedisAddrs)
+	}
+	if c.PartitionCount != 32 || c.Prefix != "trawler" || c.DataDir != "./trawler-data" || c.UserAgent != DefaultUserAgent {
+		t.Errorf("defaults wrong: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestValidateReportsEveryError(t *testing.T) {
+	c, err := parse(t, []string{"--scope", "planet", "--max-pages", "-1", "--partition-count", "0", "--prefix", "bad prefix", "--fetch-timeout", "0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"--scope", "--max-pages", "--partition-count", "prefix", "--fetch-timeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s: %v", want, err)
+		}
+	}
+}
+
+func TestUnknownFlagAndBadValue(t *testing.T) {
+	if _, err := parse(t, []string{"--no-such-flag"}); err == nil {
+		t.Error("unknown flag accepted")
+	}
+	if _, err := parse(t, []string{"--max-pages", "many"}); err == nil {
+		t.Error("bad number accepted")
+	}
+	t.Setenv("TRAWLER_POLITENESS_DELAY", "soon")
+	if _, err := parse(t, nil); err == nil {
+		t.Error("bad env duration accepted")
+	}
+}
+
+func TestOwnedPartitions(t *testing.T) {
+	for _, tt := range []struct {
+		spec string
+		want []int
+		bad  bool
+	}{
+		{"", []int{0, 1, 2, 3, 4, 5, 6, 7}, false},
+		{"all", []int{0, 1, 2, 3, 4, 5, 6, 7}, false},
+		{"0-2,5", []int{0, 1, 2, 5}, false},
+		{"5,0-1,1", []int{5, 0, 1}, false},
+		{"8", nil, true},
+		{"3-1", nil, true},
+		{"x", nil, true},
+		{"-1", nil, true},
+	} {
+		c := Config{PartitionCount: 8, Partitions: tt.spec}
+		got, err := c.OwnedPartitions()
+		if (err != nil) != tt.bad || !slices.Equal(got, tt.want) {
+			t.Errorf("%q: got %v, %v", tt.spec, got, err)
+		}
+	}
+}
+
+func TestSeedsFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "seeds.txt")
+	os.WriteFile(file, []byte("# seeds\nhttps://a.example/\n\n  https://b.example/  # trailing comment\n"), 0o644)
+	c := Config{Seeds: []string{"https://c.example/"}, SeedsFile: file}
+	got, err := c.AllSeeds()
+	if err != nil || !slices.Equal(got, []string{"https://c.example/", "https://a.example/", "https://b.example/"}) {
+		t.Errorf("AllSeeds = %q, %v", got, err)
+	}
+	c.SeedsFile = filepath.Join(t.TempDir(), "missing")
+	if _, err := c.AllSeeds(); err == nil || !strings.Contains(err.Error(), "--seeds-file") {
+		t.Errorf("missing file: %v", err)
+	}
+}
