@@ -71,8 +71,9 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 		if err != nil {
 			return err
 		}
-		log := newLogger(stderr).With("service", name)
-		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, log)
+		base := newLogger(stderr)
+		log := base.With("service", name)
+		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, base)
 		if err != nil {
 			return err
 		}
@@ -84,7 +85,11 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 		if cfg.MetricsAddr != "" {
 			app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
 		}
-		log.Info("started", "partitions", cfg.Partitions, "prefix", cfg.Prefix)
+		owned := cfg.Partitions
+		if owned == "" {
+			owned = fmt.Sprintf("all %d", cfg.PartitionCount)
+		}
+		log.Info("started", "partitions", owned, "prefix", cfg.Prefix)
 		err = svc.Run(ctx)
 		log.Info("stopped", "err", err)
 		return err
@@ -149,7 +154,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	var lastShown time.Time
-	_, err = w.Wait(ctx, 250*time.Millisecond, func(s crawlstate.Snapshot) {
+	last, err := w.Wait(ctx, 250*time.Millisecond, func(s crawlstate.Snapshot) {
 		if s.At.Sub(lastShown) >= every {
 			print(s)
 			lastShown = s.At
@@ -158,6 +163,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return errInterrupted
 	}
+	print(last)
 	fmt.Fprintln(stdout, "finished: every queue is empty and nothing is in flight")
 	return nil
 }
