@@ -47,7 +47,10 @@ type Options struct {
 	FetchTimeout time.Duration
 	// TaskTTL is how long an issued task may wait for a fetcher; after it the
 	// fetcher reports it expired and the URL is issued again.
-	TaskTTL     time.Duration
+	TaskTTL time.Duration
+	// LeaseMargin is added to TaskTTL + FetchTimeout to make a task's lease:
+	// the frontier's allowance for clock skew and slow publishing.
+	LeaseMargin time.Duration
 	MaxAttempts int
 	MaxPages    int // crawl-wide fetch budget, 0 = unlimited
 	MaxDeliver  int
@@ -72,6 +75,9 @@ type Service struct {
 func New(o Options) *Service {
 	if o.TaskTTL <= 0 {
 		o.TaskTTL = 10 * time.Minute
+	}
+	if o.LeaseMargin <= 0 {
+		o.LeaseMargin = time.Minute
 	}
 	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
@@ -491,7 +497,7 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 			due = due[:granted]
 		}
 	}
-	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + time.Minute
+	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
 	reqs := make([]store.Issue, len(due))
 	for i, name := range due {
 		reqs[i] = store.Issue{Host: name, TaskID: nuid.Next(), IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}

@@ -1,0 +1,223 @@
+package frontier
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+type harness struct {
+	t     *testing.T
+	js    jetstream.JetStream
+	names subjects.Names
+	st    store.Store
+	svc   *Service
+	stop  func()
+}
+
+// start runs a one-partition frontier over an embedded server and bbolt.
+func start(t *testing.T, o Options) *harness {
+	js, names := testbus.Start(t, 1)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o.JS, o.Names, o.Store, o.Partitions = js, names, st, []int{0}
+	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if o.FetchTimeout == 0 {
+		o.FetchTimeout = time.Second
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	h := &harness{t: t, js: js, names: names, st: st, svc: New(o)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.svc.Run(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			h.stop()
+		}
+	})
+	return h
+}
+
+func (h *harness) enqueue(urls ...string) {
+	var links []messages.Link
+	for _, u := range urls {
+		links = append(links, messages.Link{URL: u})
+	}
+	data, _ := json.Marshal(messages.NewURLs{V: 1, Links: links})
+	testbus.Publish(h.t, h.js, h.names.FrontierNew(0), data, messages.HeaderKind, "new")
+}
+
+func (h *harness) done(task messages.FetchTask, expired bool) {
+	data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: task.ID, Host: task.Host, URL: task.URL, Status: 200, Expired: expired})
+	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+}
+
+// task waits for the next fetch task, or returns ok=false after timeout.
+func (h *harness) task(timeout time.Duration) (messages.FetchTask, time.Time, bool) {
+	m := testbus.Next(h.t, h.js, h.names.StreamFetch(), h.names.ConsumerFetcher(), timeout)
+	if m == nil {
+		return messages.FetchTask{}, time.Time{}, false
+	}
+	var task messages.FetchTask
+	if err := messages.Decode(m.Data(), &task); err != nil {
+		h.t.Fatal(err)
+	}
+	return task, time.Now(), true
+}
+
+func TestOneTaskPerHostAndPolitenessDelay(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	h := start(t, Options{Delay: delay})
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://b.example/1")
+
+	issued := map[string][]string{}
+	for i := 0; i < 2; i++ { // one task per host, at once
+		task, _, ok := h.task(2 * time.Second)
+		if !ok {
+			t.Fatal("no task issued")
+		}
+		issued[task.Host] = append(issued[task.Host], task.URL)
+		if task.Attempt != 1 || task.Deadline.Before(task.IssuedAt) {
+			t.Errorf("task %+v", task)
+		}
+		defer h.done(task, false)
+	}
+	if len(issued) != 2 {
+		t.Fatalf("first two tasks went to %v, want one per host", issued)
+	}
+	if _, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatal("a second task was issued for a host with one in flight")
+	}
+}
+
+func TestPolitenessGapAfterDone(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	h := start(t, Options{Delay: delay})
+	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3"}
+	h.enqueue(urls...)
+	var doneAt time.Time
+	for i, want := range urls {
+		task, at, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("task %d not issued", i)
+		}
+		if task.URL != want {
+			t.Errorf("task %d is %s, want %s (FIFO per host)", i, task.URL, want)
+		}
+		if i > 0 && at.Sub(doneAt) < delay {
+			t.Errorf("request %d came %s after the previous one finished, want at least %s", i, at.Sub(doneAt), delay)
+		}
+		doneAt = time.Now()
+		h.done(task, false)
+	}
+}
+
+func TestLostTaskIsReissuedThenDropped(t *testing.T) {
+	h := start(t, Options{TaskTTL: 50 * time.Millisecond, FetchTimeout: 50 * time.Millisecond, LeaseMargin: 50 * time.Millisecond, MaxAttempts: 2})
+	h.enqueue("http://a.example/lost")
+	first, _, ok := h.task(2 * time.Second)
+	if !ok {
+		t.Fatal("no task")
+	}
+	// Never report it: after the lease the URL comes back as attempt 2.
+	second, _, ok := h.task(3 * time.Second)
+	if !ok || second.URL != first.URL || second.Attempt != 2 || second.ID == first.ID {
+		t.Fatalf("re-issue: %+v (first %+v)", second, first)
+	}
+	// A late report of the first task is stale and changes nothing.
+	h.done(first, false)
+	if _, _, ok := h.task(500 * time.Millisecond); ok {
+		t.Fatal("task issued while attempt 2 is in flight")
+	}
+	// Attempt 2 is lost too: with --max-attempts 2 the URL is given up.
+	if _, _, ok := h.task(time.Second); ok {
+		t.Fatal("URL issued a third time")
+	}
+	if h.svc.Stats.Dropped.Load() != 1 {
+		t.Errorf("dropped = %d, want 1", h.svc.Stats.Dropped.Load())
+	}
+	st, _ := h.st.Stats(context.Background(), []int{0})
+	if st.InFlight != 0 || st.Queued != 0 {
+		t.Errorf("store after drop: %+v", st)
+	}
+}
+
+func TestExpiredTaskIsRequeuedAtOnce(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueue("http://a.example/late")
+	first, _, ok := h.task(2 * time.Second)
+	if !ok {
+		t.Fatal("no task")
+	}
+	h.done(first, true) // the fetcher got it after its deadline
+	second, _, ok := h.task(2 * time.Second)
+	if !ok || second.URL != first.URL || second.ID == first.ID {
+		t.Fatalf("expired task not re-issued: %+v", second)
+	}
+}
+
+func TestBudgetStopsIssuing(t *testing.T) {
+	h := start(t, Options{MaxPages: 2})
+	h.enqueue("http://a.example/1", "http://b.example/1", "http://c.example/1", "http://d.example/1")
+	n := 0
+	for {
+		if _, _, ok := h.task(500 * time.Millisecond); !ok {
+			break
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("issued %d tasks with --max-pages 2", n)
+	}
+	st, _ := h.st.Stats(context.Background(), []int{0})
+	if st.Queued != 2 || st.Issued != 2 {
+		t.Errorf("store: %+v, want 2 queued, 2 issued", st)
+	}
+}
+
+func TestRestartKeepsQueuesAndTasks(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueue("http://a.example/1", "http://a.example/2")
+	first, _, ok := h.task(2 * time.Second)
+	if !ok {
+		t.Fatal("no task")
+	}
+	h.stop()
+	// A new frontier on the same store and streams: the task in flight is
+	// not issued again, and reporting it frees the host for the next URL.
+	o := h.svc.o
+	svc := New(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	if task, _, ok := h.task(500 * time.Millisecond); ok {
+		t.Fatalf("task re-issued after restart: %+v", task)
+	}
+	h.done(first, false)
+	next, _, ok := h.task(2 * time.Second)
+	if !ok || next.URL != "http://a.example/2" {
+		t.Fatalf("after restart: %+v, %v", next, ok)
+	}
+}
