@@ -21,6 +21,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/scope"
+	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/services/dedup"
@@ -178,6 +179,8 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		return dedup.New(dedup.Options{
 			JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount,
 			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
+			CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
+			ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP,
 		}), nil
 	case "frontier":
 		if d.Store == nil {
@@ -185,13 +188,15 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		}
 		return frontier.New(frontier.Options{
 			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts,
-			Delay: cfg.PolitenessDelay, FetchTimeout: cfg.FetchTimeout,
+			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, FetchTimeout: cfg.FetchTimeout,
 			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 			Log: log, Registerer: d.Registry,
 		}), nil
 	case "fetcher":
 		return fetcher.New(fetcher.Options{
 			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
+			IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
+			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
 			},
@@ -202,8 +207,15 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		if err != nil {
 			return nil, err
 		}
+		var recent *splitter.Recent
+		if cfg.SplitterCacheSize > 0 {
+			if recent, err = splitter.NewRecent(cfg.SplitterCacheSize); err != nil {
+				return nil, err
+			}
+		}
 		return parser.New(parser.Options{
-			JS: d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
+			Recent: recent,
+			JS:     d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
 			MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
 			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
 		}), nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func cleanupPrefix(t *testing.T, cfg config.Config) {
 		names := js.StreamNames(ctx)
 		var del []string
 		for n := range names.Name() {
-			if len(n) > len(cfg.Prefix) && n[:len(cfg.Prefix)] == toUpper(cfg.Prefix) {
+			if strings.HasPrefix(n, toUpper(cfg.Prefix)) || strings.HasPrefix(n, "KV_"+toUpper(cfg.Prefix)) {
 				del = append(del, n)
 			}
 		}

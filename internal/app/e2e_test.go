@@ -107,6 +107,7 @@ func testConfig(t testing.TB, seeds []string) config.Config {
 	cfg.PartitionCount = 8
 	cfg.MaxBodyBytes = 1 << 20
 	cfg.Progress = false
+	cfg.RobotsRetry = 50 * time.Millisecond
 	return cfg
 }
 
@@ -121,7 +122,7 @@ func testLogger(testing.TB) *slog.Logger {
 // and never two requests at once to one host.
 func assertFetchedOnce(t *testing.T, site *testsite.Site, want []string) {
 	t.Helper()
-	got := site.Requests()
+	got := pages(t, site)
 	var keys []string
 	for u, n := range got {
 		keys = append(keys, u)
@@ -136,6 +137,23 @@ func assertFetchedOnce(t *testing.T, site *testsite.Site, want []string) {
 	if o := site.Overlaps(); len(o) > 0 {
 		t.Errorf("hosts served concurrent requests (politeness broken): %v", o)
 	}
+}
+
+// pages returns the site's requests other than robots.txt, after checking
+// that each host's robots.txt was fetched at most once.
+func pages(t *testing.T, site *testsite.Site) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for u, n := range site.Requests() {
+		if strings.HasSuffix(u, "/robots.txt") {
+			if n > 1 {
+				t.Errorf("%s fetched %d times, want at most once per crawl", u, n)
+			}
+			continue
+		}
+		out[u] = n
+	}
+	return out
 }
 
 func diff(a, b []string) []string {
@@ -184,7 +202,12 @@ func TestRunAllCrawlsExactlyTheReachableSite(t *testing.T) {
 	}
 	want := f.expected()
 	assertFetchedOnce(t, f.site, want)
-	if n := f.site.Requests()[f.external.URL("/x1")]; n != 0 {
+	for _, h := range []*testsite.Host{f.a, f.b, f.c} {
+		if g := h.MinGap(); g < cfg.PolitenessDelay {
+			t.Errorf("host %s: requests %s apart, want at least --politeness-delay %s", h.Name, g, cfg.PolitenessDelay)
+		}
+	}
+	if n := len(f.external.Requests()); n != 0 {
 		t.Errorf("out-of-scope page fetched %d times", n)
 	}
 
@@ -253,7 +276,7 @@ func TestRunAllMaxDepthAndMaxPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 0
-	for _, n := range g.site.Requests() {
+	for _, n := range pages(t, g.site) {
 		total += n
 	}
 	if total != 5 || sum.Fetched+sum.Errors != 5 {
@@ -298,7 +321,7 @@ func TestRunAllRefusesPrivateAddressesByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.site.Requests()); n != 0 {
+	if n := len(f.site.Requests()); n != 0 { // not even robots.txt
 		t.Errorf("site got %d requests without --allow-private", n)
 	}
 	rec := readOut(t, cfg.Out)[f.seeds[0]]

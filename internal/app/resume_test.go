@@ -51,7 +51,7 @@ func generated(t *testing.T) (*testsite.Site, []string, []string) {
 // task per host can be in flight when the crawl stops).
 func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int) {
 	t.Helper()
-	got := s.Requests()
+	got := pages(t, s)
 	repeats := 0
 	for _, u := range want {
 		switch n := got[u]; {
@@ -105,7 +105,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	if err := <-done; err != app.ErrInterrupted {
 		t.Fatalf("interrupted run: err = %v, want ErrInterrupted", err)
 	}
-	if n := len(s.Requests()); n >= len(want) {
+	if n := len(pages(t, s)); n >= len(want) {
 		t.Fatalf("crawl finished (%d URLs) before it was interrupted; make the site slower", n)
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -134,6 +134,7 @@ func TestResumeAfterKill9(t *testing.T) {
 			"TRAWLER_POLITENESS_DELAY=20ms",
 			"TRAWLER_PARTITION_COUNT=8",
 			"TRAWLER_FETCH_TIMEOUT=3s",
+			"TRAWLER_ROBOTS_RETRY=50ms",
 			"TRAWLER_PROGRESS=false",
 			"TRAWLER_OUT="+out,
 		)
@@ -149,10 +150,10 @@ func TestResumeAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	if n := len(s.Requests()); n >= len(want) {
+	if n := len(pages(t, s)); n >= len(want) {
 		t.Fatalf("crawl finished (%d URLs) before it was killed; make the site slower", n)
 	}
-	t.Logf("killed after %d of %d URLs", len(s.Requests()), len(want))
+	t.Logf("killed after %d of %d URLs", len(pages(t, s)), len(want))
 
 	second := child()
 	if err := second.Run(); err != nil {

@@ -35,6 +35,7 @@ type Host struct {
 	mu    sync.Mutex
 	pages map[string]Page
 	busy  int // requests being served now
+	spans [][2]time.Time // start and end of each request, guarded by mu
 }
 
 // Site is a set of hosts with shared request accounting.
@@ -87,7 +88,13 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, ok := h.pages[r.URL.RequestURI()]
 	h.mu.Unlock()
-	defer func() { h.mu.Lock(); h.busy--; h.mu.Unlock() }()
+	start := time.Now()
+	defer func() {
+		h.mu.Lock()
+		h.busy--
+		h.spans = append(h.spans, [2]time.Time{start, time.Now()})
+		h.mu.Unlock()
+	}()
 
 	s.mu.Lock()
 	s.requests[h.Base+r.URL.RequestURI()]++
@@ -147,6 +154,33 @@ func (s *Site) Requests() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Requests returns how often each URL of h was requested.
+func (h *Host) Requests() map[string]int {
+	out := map[string]int{}
+	for u, n := range h.site.Requests() {
+		if strings.HasPrefix(u, h.Base+"/") {
+			out[u] = n
+		}
+	}
+	return out
+}
+
+// MinGap is the shortest time between the end of one request to h and the
+// start of the next (-1 with fewer than two requests).
+func (h *Host) MinGap() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	spans := append([][2]time.Time(nil), h.spans...)
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0].Before(spans[j][0]) })
+	gap := time.Duration(-1)
+	for i := 1; i < len(spans); i++ {
+		if g := spans[i][0].Sub(spans[i-1][1]); gap < 0 || g < gap {
+			gap = g
+		}
+	}
+	return gap
 }
 
 // Overlaps lists hosts that were sent a request while serving another.

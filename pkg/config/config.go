@@ -53,15 +53,28 @@ type Config struct {
 	MaxURLLength int // --max-url-length: longer URLs are dropped, default 2048
 
 	// Politeness and fetching.
-	PolitenessDelay time.Duration // --politeness-delay: gap between requests to a host, default 1s
-	FetchTimeout    time.Duration // --fetch-timeout: whole request, default 30s
-	MaxBodyBytes    int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
-	MaxRedirects    int           // --max-redirects: redirect hops followed per chain, default 5
-	UserAgent       string        // --user-agent
-	AllowPrivate    bool          // --allow-private: permit loopback, private and link-local addresses
-	FetchWorkers    int           // --fetch-workers: concurrent fetches per fetcher, default 64
-	ParseWorkers    int           // --parse-workers: concurrent parses per parser, default 4
-	MaxAttempts     int           // --max-attempts: issues of a URL whose task was lost, default 3
+	PolitenessDelay  time.Duration // --politeness-delay: gap between requests to a host, default 1s
+	PolitenessFactor float64       // --politeness-factor: gap >= k x last response time, default 10 (Mercator)
+	MaxCrawlDelay    time.Duration // --max-crawl-delay: cap on robots.txt Crawl-delay, default 30s
+	IgnoreRobots     bool          // --ignore-robots: do not fetch or obey robots.txt (default: obey)
+	RobotsTTL        time.Duration // --robots-ttl: how long a host's robots.txt is trusted, default 24h
+	RobotsRetry      time.Duration // --robots-retry: wait after robots.txt answered 5xx or not at all, default 10m
+	FetchTimeout     time.Duration // --fetch-timeout: whole request, default 30s
+	MaxBodyBytes     int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
+	MaxRedirects     int           // --max-redirects: redirect hops followed per chain, default 5
+	UserAgent        string        // --user-agent
+	AllowPrivate     bool          // --allow-private: permit loopback, private and link-local addresses
+	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
+	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 4
+	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3
+
+	// Dedup layers.
+	DedupCache        string  // --dedup-cache: clock|lru|random|static, default clock
+	DedupCacheSize    int     // --dedup-cache-size: entries per dedup replica, default 50000
+	DedupStaticFile   string  // --dedup-static-file: fingerprints for the static cache
+	DedupExpectedURLs int     // --dedup-expected-urls: crawl size the Bloom filters are sized for
+	DedupBloomFP      float64 // --dedup-bloom-fp: target false-positive rate, default 0.01
+	SplitterCacheSize int     // --splitter-cache-size: links a parser remembers sending, default 50000 (0: off)
 
 	// Delivery.
 	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 5
@@ -92,6 +105,11 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxDepth, "max-depth", -1, "do not follow links deeper than this many hops from a seed (-1: no limit)")
 	fs.IntVar(&c.MaxURLLength, "max-url-length", 2048, "drop URLs longer than this")
 	fs.DurationVar(&c.PolitenessDelay, "politeness-delay", time.Second, "minimum gap between two requests to one host")
+	fs.Float64Var(&c.PolitenessFactor, "politeness-factor", 10, "a host also rests this many times its last response time (Mercator's k)")
+	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", 30*time.Second, "cap on a robots.txt Crawl-delay")
+	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")
+	fs.DurationVar(&c.RobotsTTL, "robots-ttl", 24*time.Hour, "how long a host's robots.txt is used before it is fetched again")
+	fs.DurationVar(&c.RobotsRetry, "robots-retry", 10*time.Minute, "how long a host is left alone when its robots.txt answered 5xx or not at all")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
 	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
@@ -100,6 +118,12 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 4, "concurrent parses per parser process")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")
+	fs.StringVar(&c.DedupCache, "dedup-cache", "clock", "dedup cache policy: clock, lru, random or static")
+	fs.IntVar(&c.DedupCacheSize, "dedup-cache-size", 50000, "dedup cache entries per dedup replica (the paper's critical size)")
+	fs.StringVar(&c.DedupStaticFile, "dedup-static-file", "", "file of the most frequent fingerprints of an earlier crawl, for --dedup-cache static")
+	fs.IntVar(&c.DedupExpectedURLs, "dedup-expected-urls", 10_000_000, "distinct URLs the crawl is expected to see; sizes the Bloom filters")
+	fs.Float64Var(&c.DedupBloomFP, "dedup-bloom-fp", 0.01, "Bloom filter false-positive rate at --dedup-expected-urls")
+	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 5, "deliveries of a failing message before it goes to the dead-letter subject")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", 10*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the work streams")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
@@ -155,6 +179,12 @@ func (c *Config) Validate() error {
 	if c.PolitenessDelay < 0 {
 		errs = append(errs, fmt.Errorf("--politeness-delay %s: must not be negative", c.PolitenessDelay))
 	}
+	if c.PolitenessFactor < 0 || c.MaxCrawlDelay < 0 {
+		errs = append(errs, errors.New("--politeness-factor and --max-crawl-delay must not be negative"))
+	}
+	if c.RobotsTTL <= 0 || c.RobotsRetry <= 0 {
+		errs = append(errs, errors.New("--robots-ttl and --robots-retry must be positive"))
+	}
 	if c.FetchTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--fetch-timeout %s: must be positive", c.FetchTimeout))
 	}
@@ -169,6 +199,21 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAttempts < 1 || c.MaxDeliver < 1 {
 		errs = append(errs, errors.New("--max-attempts and --max-deliver must be at least 1"))
+	}
+	switch c.DedupCache {
+	case "clock", "lru", "random":
+	case "static":
+		if c.DedupStaticFile == "" {
+			errs = append(errs, errors.New("--dedup-cache static needs --dedup-static-file"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--dedup-cache %q: want clock, lru, random or static", c.DedupCache))
+	}
+	if c.SplitterCacheSize < 0 {
+		errs = append(errs, errors.New("--splitter-cache-size must not be negative"))
+	}
+	if c.DedupCacheSize < 1 || c.DedupExpectedURLs < 1 || c.DedupBloomFP <= 0 || c.DedupBloomFP >= 1 {
+		errs = append(errs, errors.New("--dedup-cache-size and --dedup-expected-urls must be positive, --dedup-bloom-fp in (0,1)"))
 	}
 	if c.DedupWindow <= 0 {
 		errs = append(errs, fmt.Errorf("--dedup-window %s: must be positive", c.DedupWindow))

@@ -81,8 +81,17 @@ type FetchDone struct {
 	Duration  time.Duration `json:"duration_ns"`
 	IP        string        `json:"ip,omitempty"`
 	// Expired is set when the fetcher dropped the task because its deadline had
-	// passed; the frontier re-issues the URL when the lease runs out.
+	// passed; the frontier issues the URL again.
 	Expired bool `json:"expired,omitempty"`
+	// Retry is set when the URL was not fetched and should be issued again
+	// after RetryAfter (e.g. the task's slot went to fetching robots.txt, or
+	// robots.txt was unreachable).
+	Retry      bool          `json:"retry,omitempty"`
+	RetryAfter time.Duration `json:"retry_after_ns,omitempty"`
+	// Disallowed is set when robots.txt forbids the URL: it was not fetched.
+	Disallowed bool `json:"disallowed,omitempty"`
+	// CrawlDelay is the host's robots.txt Crawl-delay for our user agent.
+	CrawlDelay time.Duration `json:"crawl_delay_ns,omitempty"`
 }
 
 // Page is the metadata of a fetched page, carried as JSON in the Trawler-Page

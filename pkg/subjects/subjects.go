@@ -69,6 +69,9 @@ func (n Names) StreamDLQ() string        { return n.stream + "_DLQ" }
 // ScopeBucket is the JetStream key-value bucket holding the crawl's scope.
 func (n Names) ScopeBucket() string { return n.stream + "_SCOPE" }
 
+// RobotsBucket is the JetStream key-value bucket of robots.txt answers.
+func (n Names) RobotsBucket() string { return n.stream + "_ROBOTS" }
+
 // Durable consumers.
 
 func (n Names) ConsumerDedup(p int) string    { return fmt.Sprintf("dedup-%d", p) }

@@ -19,14 +19,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/cache"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -45,20 +48,34 @@ type Options struct {
 	Partitions     []int // owned partitions
 	PartitionCount int
 	MaxDeliver     int
-	Log            *slog.Logger
-	Registerer     prometheus.Registerer // may be nil
+
+	// The layers in front of the seen set.
+	CachePolicy  string // clock (default), lru, random or static
+	CacheSize    int    // entries per replica, split over its partitions
+	StaticFile   string // fingerprints for the static policy (cache.LoadStatic)
+	ExpectedURLs int    // crawl-wide, to size the Bloom filters
+	BloomFP      float64
+
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // may be nil
 }
 
 // Stats are the service's running totals.
 type Stats struct {
 	In, New, Duplicate, Misrouted, Invalid atomic.Int64
+	// Per layer: cache hits; Bloom "absent" (new, no I/O), "maybe" and
+	// "cold" (filter still warming up); seen-set lookups and hits.
+	CacheHits, BloomAbsent, BloomMaybe, BloomCold, SeenLookups, SeenHits atomic.Int64
 }
 
 // Service is one dedup replica.
 type Service struct {
-	o     Options
-	dlq   bus.DeadLetters
-	Stats Stats
+	o      Options
+	dlq    bus.DeadLetters
+	Stats  Stats
+	layers map[int]*layers // by partition; fixed after Run starts
+
+	seenLatency, batchSize prometheus.Observer
 }
 
 // New wires a dedup replica; Run starts it.
@@ -74,14 +91,107 @@ func New(o Options) *Service {
 			c("urls_new_total", "URLs forwarded to the frontier as new.", &s.Stats.New),
 			c("urls_duplicate_total", "URLs dropped as seen before.", &s.Stats.Duplicate),
 			c("urls_invalid_total", "URLs dropped as not canonical-izable.", &s.Stats.Invalid),
+			c("cache_hits_total", "Fingerprints found in the in-process cache (duplicates, no I/O).", &s.Stats.CacheHits),
+			c("bloom_absent_total", "Cache misses the Bloom filter proved new (no I/O).", &s.Stats.BloomAbsent),
+			c("bloom_maybe_total", "Cache misses the Bloom filter could not rule out.", &s.Stats.BloomMaybe),
+			c("bloom_cold_total", "Cache misses while the Bloom filter was warming up.", &s.Stats.BloomCold),
+			c("seen_lookups_total", "Fingerprints asked of the seen set.", &s.Stats.SeenLookups),
+			c("seen_hits_total", "Fingerprints the seen set had recorded.", &s.Stats.SeenHits),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_fill_ratio",
+				Help: "Share of set bits, averaged over owned partitions."}, func() float64 { r, _ := s.bloomFill(); return r }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_false_positive_rate",
+				Help: "Estimated false-positive rate at the current fill, averaged over owned partitions."}, func() float64 { _, f := s.bloomFill(); return f }),
 		)
+		lat := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "trawler", Subsystem: "dedup", Name: "seen_lookup_seconds",
+			Help: "Latency of one batched seen-set lookup.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)})
+		bs := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "trawler", Subsystem: "dedup", Name: "batch_urls",
+			Help: "URLs per processed batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 16)})
+		o.Registerer.MustRegister(lat, bs)
+		s.seenLatency, s.batchSize = lat, bs
 	}
 	return s
+}
+
+func (s *Service) bloomFill() (ratio, fpRate float64) {
+	if len(s.layers) == 0 {
+		return 0, 0
+	}
+	for _, l := range s.layers {
+		r, f, _ := l.fill()
+		ratio += r
+		fpRate += f
+	}
+	n := float64(len(s.layers))
+	return ratio / n, fpRate / n
+}
+
+// newLayers builds each owned partition's cache and Bloom filter.
+func (s *Service) newLayers() (map[int]*layers, error) {
+	o := s.o
+	per := max(o.CacheSize/max(len(o.Partitions), 1), 16)
+	var static cache.Cache
+	if o.CachePolicy == "static" {
+		f, err := os.Open(o.StaticFile)
+		if err != nil {
+			return nil, fmt.Errorf("static cache file: %w", err)
+		}
+		defer f.Close()
+		c, err := cache.LoadStatic(f, o.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
+		}
+		static = cache.NewSynchronized(c) // read-only, shared by the partitions
+	}
+	expected := uint(max(o.ExpectedURLs/max(o.PartitionCount, 1), 1))
+	out := map[int]*layers{}
+	for _, p := range o.Partitions {
+		c := static
+		if c == nil {
+			var err error
+			if c, err = cache.New(cmpOr(o.CachePolicy, "clock"), per); err != nil {
+				return nil, err
+			}
+		}
+		out[p] = newLayers(c, expected, o.BloomFP)
+	}
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // Run consumes every owned partition until ctx ends, then finishes the batch
 // in hand and returns.
 func (s *Service) Run(ctx context.Context) error {
+	if s.o.BloomFP <= 0 || s.o.BloomFP >= 1 {
+		s.o.BloomFP = 0.01
+	}
+	ls, err := s.newLayers()
+	if err != nil {
+		return err
+	}
+	s.layers = ls
+	for p, l := range ls {
+		go func() {
+			scan := func(ctx context.Context, fn func([]uint64) error) error { return s.o.Seen.Scan(ctx, p, fn) }
+			for n := 1; ; n++ {
+				count, took, err := l.warm(ctx, scan)
+				if err == nil {
+					s.o.Log.Debug("Bloom filter warm", "partition", p, "fingerprints", count, "took", took)
+					return
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				s.o.Log.Warn("Bloom filter warm-up failed; retrying (the seen set answers meanwhile)", "partition", p, "err", err)
+				time.Sleep(bus.Backoff(n))
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(s.o.Partitions))
 	for _, p := range s.o.Partitions {
@@ -158,16 +268,44 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 	for _, in := range ins {
 		all = append(all, in.fps...)
 	}
-	var seen []bool
-	if err := bus.Retry(ctx, "seen-set lookup", log.Warn, hold, func() (err error) {
-		seen, err = s.o.Seen.Seen(ctx, p, all)
-		return err
-	}); err != nil {
-		return err
+	l := s.layers[p]
+	decided := l.classify(all, &s.Stats)
+	var ask []uint64
+	for fp, v := range decided {
+		if v == verdictMaybe {
+			ask = append(ask, fp)
+		}
 	}
-	known := make(map[uint64]bool, len(all))
-	for i, fp := range all {
-		if seen[i] {
+	if len(ask) > 0 {
+		var seen []bool
+		start := time.Now()
+		if err := bus.Retry(ctx, "seen-set lookup", log.Warn, hold, func() (err error) {
+			seen, err = s.o.Seen.Seen(ctx, p, ask)
+			return err
+		}); err != nil {
+			return err
+		}
+		if s.seenLatency != nil {
+			s.seenLatency.Observe(time.Since(start).Seconds())
+		}
+		s.Stats.SeenLookups.Add(int64(len(ask)))
+		for i, fp := range ask {
+			if seen[i] {
+				decided[fp] = verdictSeen
+				s.Stats.SeenHits.Add(1)
+			} else {
+				decided[fp] = verdictNew
+			}
+		}
+	}
+	if s.batchSize != nil {
+		s.batchSize.Observe(float64(len(all)))
+	}
+	// known: fingerprints that are duplicates from here on, whether seen
+	// before or forwarded earlier in this batch.
+	known := make(map[uint64]bool, len(decided))
+	for fp, v := range decided {
+		if v == verdictSeen {
 			known[fp] = true
 		}
 	}
@@ -205,6 +343,7 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 			return err
 		}
 	}
+	l.learn(decided, fresh)
 	for _, in := range ins {
 		_ = in.msg.Ack()
 	}

@@ -37,19 +37,33 @@ type Options struct {
 	Workers    int
 	MaxPayload int64 // the NATS server's max_payload; bodies are capped below it
 	MaxDeliver int
-	Log        *slog.Logger
-	Registerer prometheus.Registerer // may be nil
+	// Robots: obey robots.txt unless IgnoreRobots; answers are kept RobotsTTL,
+	// unreachable ones retried after RobotsRetry.
+	IgnoreRobots bool
+	RobotsTTL    time.Duration
+	RobotsRetry  time.Duration
+	// Politeness, to wait between a robots.txt fetch and the page's: the
+	// same rule as the frontier's (max of delay, capped Crawl-delay and
+	// Factor x response time).
+	Delay         time.Duration
+	Factor        float64
+	MaxCrawlDelay time.Duration
+	Log           *slog.Logger
+	Registerer    prometheus.Registerer // may be nil
 }
 
 // Stats are the service's running totals.
 type Stats struct {
-	Fetched, Errors, Expired, Bytes atomic.Int64
+	Fetched, Errors, Expired, Bytes           atomic.Int64
+	Disallowed, RobotsFetched, RobotsDeferred atomic.Int64
 }
 
 // Service is one fetcher replica.
 type Service struct {
 	o      Options
 	client *HTTPClient
+	robots *robotsCache    // nil with IgnoreRobots
+	life   context.Context // Run's context: ends on shutdown
 	dlq    bus.DeadLetters
 	Stats  Stats
 }
@@ -71,6 +85,9 @@ func New(o Options) *Service {
 			c("errors_total", "Fetches that failed without a response.", &s.Stats.Errors),
 			c("tasks_expired_total", "Tasks dropped because their deadline passed before a worker got them.", &s.Stats.Expired),
 			c("body_bytes_total", "Body bytes received.", &s.Stats.Bytes),
+			c("robots_disallowed_total", "URLs not fetched because robots.txt forbids them (or stayed unreachable).", &s.Stats.Disallowed),
+			c("robots_fetches_total", "robots.txt fetches.", &s.Stats.RobotsFetched),
+			c("robots_deferred_total", "Tasks put back because the host's robots.txt was unreachable.", &s.Stats.RobotsDeferred),
 		)
 	}
 	return s
@@ -81,6 +98,12 @@ func (s *Service) Run(ctx context.Context) error {
 	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFetch(), s.o.Names.ConsumerFetcher())
 	if err != nil {
 		return err
+	}
+	s.life = ctx
+	if !s.o.IgnoreRobots {
+		if s.robots, err = openRobots(ctx, s.o.JS, s.o.Names, s.client, s.o.HTTP.UserAgent, s.o.RobotsTTL, s.o.RobotsRetry); err != nil {
+			return err
+		}
 	}
 	msgs, err := bus.Pull(ctx, cons, s.o.Workers)
 	if err != nil {
@@ -127,12 +150,17 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	} else {
 		stop := make(chan struct{})
 		go keepAlive(m, stop)
-		resp := s.client.Fetch(ctx, task.URL)
+		page, body, err := s.visit(ctx, task, &done)
 		close(stop)
-		page := s.page(task, resp)
-		done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
-		out = append(out, pageMsg(s.o.Names, page, resp.Body))
-		ids = append(ids, "page:"+task.ID)
+		if err != nil {
+			s.o.Log.Warn("robots.txt bucket unavailable; task will be redelivered", "url", task.URL, "err", err)
+			_ = m.NakWithDelay(5 * time.Second)
+			return
+		}
+		if page != nil {
+			out = append(out, pageMsg(s.o.Names, *page, body))
+			ids = append(ids, "page:"+task.ID)
+		}
 	}
 	data, _ := json.Marshal(done)
 	dm := nats.NewMsg(s.o.Names.FrontierDone(task.Partition))
@@ -148,6 +176,62 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	_ = m.Ack()
+}
+
+// visit checks robots.txt and fetches the task's URL, filling done. It returns
+// the page to publish: a fetched one, or a record of why it was not fetched;
+// nil when the task is to be issued again later.
+func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *messages.FetchDone) (*messages.Page, []byte, error) {
+	if s.robots != nil {
+		v, err := s.robots.check(ctx, task.URL)
+		if err != nil {
+			return nil, nil, err
+		}
+		if v.Fetched {
+			s.Stats.RobotsFetched.Add(1)
+		}
+		done.CrawlDelay, done.Duration = v.CrawlDelay, v.Duration
+		switch {
+		case v.RetryAfter > 0:
+			// RFC 9309: an unreachable robots.txt means "disallow all"
+			// for now; come back later rather than drop the URL.
+			done.Retry, done.RetryAfter = true, v.RetryAfter
+			s.Stats.RobotsDeferred.Add(1)
+			return nil, nil, nil
+		case !v.Allowed:
+			done.Disallowed = true
+			if v.GaveUp {
+				s.Stats.Errors.Add(1)
+			} else {
+				s.Stats.Disallowed.Add(1)
+			}
+			p := s.record(task, v.Reason)
+			return &p, nil, nil
+		case v.Fetched:
+			// robots.txt took this turn: the page waits the host's gap
+			// here, so politeness holds without a round trip through the
+			// frontier. On shutdown, hand the URL back instead.
+			gap := max(s.o.Delay, min(v.CrawlDelay, s.o.MaxCrawlDelay), time.Duration(s.o.Factor*float64(v.Duration)))
+			select {
+			case <-time.After(gap):
+			case <-s.life.Done():
+				done.Retry = true
+				return nil, nil, nil
+			}
+		}
+	}
+	resp := s.client.Fetch(ctx, task.URL)
+	page := s.page(task, resp)
+	done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
+	return &page, resp.Body, nil
+}
+
+// record is the page message of a URL that was not fetched, and why.
+func (s *Service) record(task messages.FetchTask, why string) messages.Page {
+	return messages.Page{
+		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
+		Depth: task.Depth, Hops: task.Hops, Error: why, FetchedAt: time.Now().UTC(),
+	}
 }
 
 // keepAlive tells JetStream the task is being worked on while a slow fetch

@@ -43,8 +43,14 @@ type Options struct {
 	Store      store.Frontier
 	Partitions []int
 
-	Delay        time.Duration // politeness gap between requests to one host
-	FetchTimeout time.Duration
+	Delay time.Duration // minimum politeness gap between requests to one host
+	// Factor times a response's duration is also a lower bound of the gap
+	// (Mercator used 10): slow servers get proportionally more rest.
+	Factor float64
+	// MaxCrawlDelay caps a robots.txt Crawl-delay (a hostile value would
+	// stall the host forever).
+	MaxCrawlDelay time.Duration
+	FetchTimeout  time.Duration
 	// TaskTTL is how long an issued task may wait for a fetcher; after it the
 	// fetcher reports it expired and the URL is issued again.
 	TaskTTL time.Duration
@@ -273,13 +279,15 @@ func (pt *partition) host(name string) *host {
 	return h
 }
 
-// schedule puts h in the ready heap if it can take a task, or forgets it when
-// it has nothing left, so memory follows the live hosts only.
+// schedule puts h in the ready heap if it can take a task. A host with
+// nothing queued is kept until its politeness gap has passed (a link to it
+// may arrive any moment, from the very page just fetched) and forgotten
+// then, so memory follows the live hosts only.
 func (pt *partition) schedule(h *host, now time.Time) {
 	if h.inFlight != nil {
 		return
 	}
-	if h.queued <= 0 {
+	if h.queued <= 0 && !h.nextAt.After(now) {
 		delete(pt.hosts, h.name)
 		return
 	}
@@ -303,11 +311,11 @@ func (pt *partition) nextWake(now time.Time) time.Duration {
 // apply records one intake batch in the store, then in memory, then acks it.
 func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 	var (
-		enq     []store.Queued
-		done    []store.Done
-		expired []messages.FetchDone
-		keep    []jetstream.Msg
-		top     = pt.applied
+		enq   []store.Queued
+		done  []messages.FetchDone
+		again []messages.FetchDone // to be issued again
+		keep  []jetstream.Msg
+		top   = pt.applied
 	)
 	for _, m := range batch {
 		md, err := m.Metadata()
@@ -319,7 +327,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			_ = m.Ack() // replay of a batch already applied
 			continue
 		}
-		if err := pt.decode(m, &enq, &done, &expired); err != nil {
+		if err := pt.decode(m, &enq, &done, &again); err != nil {
 			pt.park(ctx, m, err.Error())
 			continue
 		}
@@ -332,9 +340,13 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 				_ = m.InProgress()
 			}
 		}
+		freed := make([]store.Done, len(done))
+		for i, fd := range done {
+			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID}
+		}
 		var ok bool
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
-			ok, err = pt.s.o.Store.Apply(ctx, pt.p, top, enq, done)
+			ok, err = pt.s.o.Store.Apply(ctx, pt.p, top, enq, freed)
 			return err
 		}); err != nil {
 			return err
@@ -352,7 +364,11 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			pt.remember(enq, done)
 		}
 	}
-	for _, fd := range expired {
+	for _, fd := range again {
+		// Not a lost task: put the URL back whatever its attempts.
+		if h := pt.hosts[fd.Host]; h != nil {
+			h.nextAt = time.Now().Add(max(pt.gap(fd), fd.RetryAfter))
+		}
 		if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
 			return err
 		}
@@ -363,7 +379,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 	return nil
 }
 
-func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]store.Done, expired *[]messages.FetchDone) error {
+func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messages.FetchDone, again *[]messages.FetchDone) error {
 	if pt.s.dlq.CrashLooping(m) {
 		return fmt.Errorf("delivered more than %d times without being acked", pt.s.o.MaxDeliver)
 	}
@@ -386,10 +402,10 @@ func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]store.
 		if err := messages.Decode(m.Data(), &fd); err != nil {
 			return err
 		}
-		if fd.Expired {
-			*expired = append(*expired, fd)
+		if fd.Expired || fd.Retry {
+			*again = append(*again, fd)
 		} else {
-			*done = append(*done, store.Done{Host: fd.Host, TaskID: fd.TaskID})
+			*done = append(*done, fd)
 		}
 	default:
 		return fmt.Errorf("unknown %s header %q on %s", messages.HeaderKind, kind, m.Subject())
@@ -403,8 +419,17 @@ func (pt *partition) park(ctx context.Context, m jetstream.Msg, reason string) {
 	}
 }
 
+// gap is how long a host rests after a fetch: the largest of the configured
+// minimum, its robots.txt Crawl-delay (capped) and Factor times the time the
+// response took.
+func (pt *partition) gap(fd messages.FetchDone) time.Duration {
+	o := pt.s.o
+	g := max(o.Delay, min(fd.CrawlDelay, o.MaxCrawlDelay))
+	return max(g, time.Duration(o.Factor*float64(fd.Duration)))
+}
+
 // remember mirrors an applied batch in memory.
-func (pt *partition) remember(enq []store.Queued, done []store.Done) {
+func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone) {
 	now := time.Now()
 	for _, q := range enq {
 		h := pt.host(q.Host)
@@ -418,7 +443,7 @@ func (pt *partition) remember(enq []store.Queued, done []store.Done) {
 			continue // stale: the task was re-issued after its lease ran out
 		}
 		h.inFlight = nil
-		h.nextAt = now.Add(pt.s.o.Delay)
+		h.nextAt = now.Add(pt.gap(d))
 		pt.s.Stats.Done.Add(1)
 		pt.schedule(h, now)
 	}
@@ -473,8 +498,11 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 			continue
 		}
 		h.scheduled = false
-		if h.inFlight == nil && h.queued > 0 {
+		switch {
+		case h.inFlight == nil && h.queued > 0:
 			due = append(due, h.name)
+		case h.inFlight == nil:
+			pt.schedule(h, now) // its gap is over: forget it
 		}
 	}
 	if len(due) == 0 {

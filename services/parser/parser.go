@@ -40,8 +40,10 @@ type Options struct {
 	MaxRedirects   int
 	MaxURLLength   int
 	MaxDeliver     int
-	Log            *slog.Logger
-	Registerer     prometheus.Registerer // may be nil
+	// Recent holds back links this parser sent recently (nil: none).
+	Recent     *splitter.Recent
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // may be nil
 }
 
 // Stats are the service's running totals.
@@ -71,6 +73,12 @@ func New(o Options) *Service {
 			c("links_out_of_scope_total", "Links dropped as out of scope.", &s.Stats.OutOfScope),
 			c("links_too_deep_total", "Links dropped beyond --max-depth or --max-redirects.", &s.Stats.TooDeep),
 		)
+		if o.Recent != nil {
+			o.Registerer.MustRegister(
+				c("splitter_sent_total", "Links sent on to dedup.", &o.Recent.Sent),
+				c("splitter_dropped_total", "Links held back because this parser sent them recently (traffic saved).", &o.Recent.Dropped),
+			)
+		}
 	}
 	return s
 }
@@ -121,6 +129,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	if page.Location != "" {
 		via = messages.ViaRedirect
 	}
+	follow = s.o.Recent.Filter(follow)
 	out, ids := splitter.Split(s.o.Names, s.o.PartitionCount, via, page.URL, "links:"+page.TaskID, follow)
 	data, _ := json.Marshal(doc)
 	pm := nats.NewMsg(s.o.Names.PagesParsed())
@@ -133,6 +142,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.NakWithDelay(bus.Backoff(3))
 		return
 	}
+	s.o.Recent.Commit(follow)
 	s.Stats.Pages.Add(1)
 	s.Stats.Queued.Add(int64(len(follow)))
 	_ = m.Ack()

@@ -1,0 +1,133 @@
+package dedup
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/trawlerhq/trawler/pkg/cache"
+)
+
+// layers are a partition's two filters in front of the seen set, after
+// Broder, Najork and Wiener: a small cache of recent fingerprints (a hit is a
+// duplicate, no I/O) and a Bloom filter over every fingerprint of the
+// partition ("absent" is new for certain, but only once the filter is
+// complete; "maybe" is asked of the seen set).
+type layers struct {
+	cache cache.Cache // only the partition's loop touches it
+
+	mu       sync.Mutex // guards bloom and complete: the warm-up writes concurrently
+	bloom    *bloom.BloomFilter
+	complete bool
+}
+
+func newLayers(c cache.Cache, expected uint, fpRate float64) *layers {
+	return &layers{cache: c, bloom: bloom.NewWithEstimates(max(expected, 1024), fpRate)}
+}
+
+// verdicts of classify.
+const (
+	verdictMaybe = iota // ask the seen set
+	verdictSeen         // cache hit: a duplicate
+	verdictNew          // Bloom filter says absent, and it is complete: new
+)
+
+// classify decides what it can for each unique fingerprint without I/O.
+func (l *layers) classify(fps []uint64, st *Stats) map[uint64]int {
+	out := make(map[uint64]int, len(fps))
+	var missed []uint64
+	for _, fp := range fps {
+		if _, dup := out[fp]; dup {
+			continue
+		}
+		if l.cache.Lookup(fp) {
+			out[fp] = verdictSeen
+			st.CacheHits.Add(1)
+			continue
+		}
+		out[fp] = verdictMaybe
+		missed = append(missed, fp)
+	}
+	var buf [8]byte
+	l.mu.Lock()
+	if l.complete {
+		for _, fp := range missed {
+			if !l.bloom.Test(fpBytes(&buf, fp)) {
+				out[fp] = verdictNew
+				st.BloomAbsent.Add(1)
+			} else {
+				st.BloomMaybe.Add(1)
+			}
+		}
+	} else {
+		st.BloomCold.Add(int64(len(missed)))
+	}
+	l.mu.Unlock()
+	return out
+}
+
+// learn records the outcome of a batch: every fingerprint decided without a
+// cache hit goes into the cache, new ones into the Bloom filter too.
+func (l *layers) learn(decided map[uint64]int, fresh []uint64) {
+	for fp, v := range decided {
+		if v != verdictSeen {
+			l.cache.Insert(fp)
+		}
+	}
+	var buf [8]byte
+	l.mu.Lock()
+	for _, fp := range fresh {
+		l.bloom.Add(fpBytes(&buf, fp))
+	}
+	l.mu.Unlock()
+}
+
+// warm fills the Bloom filter from the seen set; until it returns, every
+// cache miss goes to the seen set. Fingerprints recorded meanwhile are added
+// by learn, so the filter is complete when the scan ends.
+func (l *layers) warm(ctx context.Context, scan func(ctx context.Context, fn func([]uint64) error) error) (int, time.Duration, error) {
+	start := time.Now()
+	n := 0
+	var buf [8]byte
+	err := scan(ctx, func(fps []uint64) error {
+		l.mu.Lock()
+		for _, fp := range fps {
+			l.bloom.Add(fpBytes(&buf, fp))
+		}
+		l.mu.Unlock()
+		n += len(fps)
+		return nil
+	})
+	if err != nil {
+		return n, time.Since(start), err
+	}
+	l.mu.Lock()
+	l.complete = true
+	l.mu.Unlock()
+	return n, time.Since(start), nil
+}
+
+// fill reports the Bloom filter's share of set bits and its estimated
+// false-positive rate at that fill.
+func (l *layers) fill() (ratio, fpRate float64, complete bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := float64(l.bloom.BitSet().Count())
+	m, k := float64(l.bloom.Cap()), float64(l.bloom.K())
+	ratio = set / m
+	fpRate = 1
+	for i := 0.0; i < k; i++ {
+		fpRate *= ratio
+	}
+	return ratio, fpRate, l.complete
+}
+
+func fpBytes(buf *[8]byte, fp uint64) []byte {
+	for i := 7; i >= 0; i-- {
+		buf[i] = byte(fp)
+		fp >>= 8
+	}
+	return buf[:]
+}

@@ -1,0 +1,209 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/robots"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// robotsFailuresBeforeGivingUp is how many consecutive 5xx or network
+// failures of a host's robots.txt, --robots-retry apart, make the crawl give
+// up on the host: its URLs are then reported disallowed rather than retried
+// forever (RFC 9309 2.3.1.4 leaves the long-term choice to the crawler).
+const robotsFailuresBeforeGivingUp = 3
+
+// robotsRecord is what the crawl remembers of one origin's robots.txt, in a
+// JetStream key-value bucket that every fetcher replica shares: robots.txt is
+// fetched once per origin for the whole crawl, not once per replica.
+type robotsRecord struct {
+	Status    int       `json:"status"` // 0: network error
+	Error     string    `json:"error,omitempty"`
+	Body      []byte    `json:"body,omitempty"`
+	FetchedAt time.Time `json:"fetched_at"`
+	Failures  int       `json:"failures,omitempty"` // consecutive unreachable answers
+}
+
+// robotsVerdict is how a task's URL stands with its origin's robots.txt.
+type robotsVerdict struct {
+	Allowed    bool
+	CrawlDelay time.Duration
+	// Fetched is set when robots.txt was fetched for this task: the host's
+	// politeness gap is owed before the page itself.
+	Fetched    bool
+	Duration   time.Duration // of that fetch
+	RetryAfter time.Duration // robots.txt unreachable: leave the host alone this long
+	Reason     string        // why the URL is not allowed, for the page record
+	GaveUp     bool          // robots.txt stayed unreachable: the host is given up
+}
+
+type robotsEntry struct {
+	rules   *robots.Robots
+	rec     robotsRecord
+	expires time.Time
+}
+
+// robotsCache keeps parsed rules per origin in process, backed by the bucket.
+type robotsCache struct {
+	kv        jetstream.KeyValue
+	client    *HTTPClient
+	userAgent string
+	ttl       time.Duration
+	retry     time.Duration
+
+	mu    sync.Mutex
+	local map[string]robotsEntry // guarded by mu; bounded by maxLocal
+}
+
+const maxLocal = 10000
+
+func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Names, client *HTTPClient, ua string, ttl, retry time.Duration) (*robotsCache, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: names.RobotsBucket(), Description: "robots.txt answers per origin", TTL: ttl, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("robots bucket %s: %w", names.RobotsBucket(), err)
+	}
+	return &robotsCache{kv: kv, client: client, userAgent: ua, ttl: ttl, retry: retry, local: map[string]robotsEntry{}}, nil
+}
+
+// check decides on rawURL. An error means the bucket could not be read or
+// written; the caller retries the task later.
+func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return robotsVerdict{}, err
+	}
+	origin := u.Scheme + "://" + u.Host
+	now := time.Now()
+	e, fetched, err := c.entry(ctx, origin, now)
+	if err != nil {
+		return robotsVerdict{}, err
+	}
+	v := robotsVerdict{Fetched: fetched}
+	if fetched {
+		v.Duration = time.Since(now)
+	}
+	if unreachable(e.rec.Status) {
+		if e.rec.Failures >= robotsFailuresBeforeGivingUp {
+			v.GaveUp = true
+			v.Reason = fmt.Sprintf("robots.txt unreachable %d times (last: %s); not fetching this host", e.rec.Failures, lastError(e.rec))
+			return v, nil
+		}
+		v.RetryAfter = max(e.rec.FetchedAt.Add(c.retry).Sub(now), time.Second)
+		return v, nil
+	}
+	v.Allowed = e.rules.Allowed(c.userAgent, rawURL)
+	if !v.Allowed {
+		v.Reason = "disallowed by robots.txt"
+	}
+	v.CrawlDelay, _ = e.rules.CrawlDelay(c.userAgent)
+	return v, nil
+}
+
+func unreachable(status int) bool { return status == 0 || status >= 500 }
+
+// entry returns the origin's rules from memory, the bucket, or the origin.
+func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (robotsEntry, bool, error) {
+	c.mu.Lock()
+	e, ok := c.local[origin]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e, false, nil
+	}
+	key := "o." + hex.EncodeToString([]byte(origin))
+	var prev *robotsRecord
+	kve, err := c.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return e, false, fmt.Errorf("robots bucket: %w", err)
+	default:
+		var rec robotsRecord
+		if json.Unmarshal(kve.Value(), &rec) == nil {
+			if fresh := c.remember(origin, rec, now); fresh != nil {
+				return *fresh, false, nil
+			}
+			prev = &rec
+		}
+	}
+	rec := c.fetch(ctx, origin)
+	if unreachable(rec.Status) && prev != nil && unreachable(prev.Status) {
+		rec.Failures = prev.Failures + 1
+	} else if unreachable(rec.Status) {
+		rec.Failures = 1
+	}
+	data, _ := json.Marshal(rec)
+	if _, err := c.kv.Put(ctx, key, data); err != nil {
+		return e, false, fmt.Errorf("robots bucket: %w", err)
+	}
+	return *c.remember(origin, rec, now), true, nil
+}
+
+// remember parses rec into the local cache if it is still usable at now,
+// and returns the entry (nil when rec is stale).
+func (c *robotsCache) remember(origin string, rec robotsRecord, now time.Time) *robotsEntry {
+	life := c.ttl
+	if unreachable(rec.Status) && rec.Failures < robotsFailuresBeforeGivingUp {
+		life = c.retry
+	}
+	expires := rec.FetchedAt.Add(life)
+	if !now.Before(expires) {
+		return nil
+	}
+	rules, _ := robots.ForStatus(rec.Status, rec.Body)
+	e := robotsEntry{rules: rules, rec: rec, expires: expires}
+	c.mu.Lock()
+	if len(c.local) >= maxLocal {
+		for k := range c.local { // drop an arbitrary half: cheap, and misses only cost a bucket read
+			delete(c.local, k)
+			if len(c.local) < maxLocal/2 {
+				break
+			}
+		}
+	}
+	c.local[origin] = e
+	c.mu.Unlock()
+	return &e
+}
+
+// fetch gets origin/robots.txt, following up to five redirects as RFC 9309
+// asks (the HTTP client itself never follows them).
+func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
+	target := origin + "/robots.txt"
+	for hop := 0; ; hop++ {
+		r := c.client.Fetch(ctx, target)
+		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: time.Now().UTC()}
+		if r.Err != nil {
+			rec.Status, rec.Body, rec.Error = 0, nil, r.Err.Error()
+			return rec
+		}
+		if r.Status >= 300 && r.Status < 400 && r.Location != "" && hop < 5 {
+			target = r.Location
+			continue
+		}
+		if r.Status >= 300 && r.Status < 400 {
+			rec.Status = 404 // a redirect chain without an end: RFC 9309 treats it as unavailable
+		}
+		if len(rec.Body) > robots.MaxSize {
+			rec.Body = rec.Body[:robots.MaxSize]
+		}
+		return rec
+	}
+}
+
+func lastError(rec robotsRecord) string {
+	if rec.Error != "" {
+		return rec.Error
+	}
+	return fmt.Sprintf("HTTP %d", rec.Status)
+}
