@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +18,9 @@ import (
 // of a client-side Ring or one Cluster slot, and its Lua scripts (which only
 // touch keys of one partition) run there atomically:
 //
-//	<prefix>:{<prefix>:p7}:seen        set of 8-byte big-endian fingerprints
+//	<prefix>:{<prefix>:p7}:seen        hash format, buckets, count (seen set)
+//	<prefix>:{<prefix>:p7}:seen:<b>    sorted 8-byte big-endian fingerprints
+//	                                   whose top 16 bits are b (4 hex digits)
 //	<prefix>:{<prefix>:p7}:hosts       set of hosts with a queue or a task in flight
 //	<prefix>:{<prefix>:p7}:q:<host>    list of JSON Queued, head first
 //	<prefix>:{<prefix>:p7}:inflight    hash host -> JSON InFlight
@@ -38,10 +39,6 @@ type Redis struct {
 }
 
 var _ Store = (*Redis)(nil)
-
-// seenChunk bounds the members of one SMISMEMBER/SADD; a batch is one
-// pipeline of such commands, so one round trip.
-const seenChunk = 4096
 
 // pingTimeout bounds the reachability check of OpenRedis.
 const pingTimeout = 5 * time.Second
@@ -139,7 +136,6 @@ func (r *Redis) base(p int) string {
 	return r.prefix + ":{" + r.prefix + ":p" + strconv.Itoa(p) + "}"
 }
 
-func (r *Redis) seenKey(p int) string            { return r.base(p) + ":seen" }
 func (r *Redis) hostsKey(p int) string           { return r.base(p) + ":hosts" }
 func (r *Redis) queueKey(p int, h string) string { return r.base(p) + ":q:" + h }
 func (r *Redis) inflightKey(p int) string        { return r.base(p) + ":inflight" }
@@ -181,64 +177,6 @@ func redisErr(err error) error {
 		return ErrClosed
 	}
 	return err
-}
-
-// ---- seen set ----
-
-// Seen asks SMISMEMBER in one pipeline for the whole batch.
-func (r *Redis) Seen(ctx context.Context, p int, fps []uint64) ([]bool, error) {
-	if err := r.check(ctx, p); err != nil {
-		return nil, err
-	}
-	out := make([]bool, 0, len(fps))
-	if len(fps) == 0 {
-		return out, nil
-	}
-	key := r.seenKey(p)
-	var cmds []*redis.BoolSliceCmd
-	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i := 0; i < len(fps); i += seenChunk {
-			cmds = append(cmds, pipe.SMIsMember(ctx, key, fpMembers(fps[i:min(i+seenChunk, len(fps))])...))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cmds {
-		out = append(out, c.Val()...)
-	}
-	if len(out) != len(fps) {
-		return nil, fmt.Errorf("store: SMISMEMBER %s: %d answers for %d fingerprints", key, len(out), len(fps))
-	}
-	return out, nil
-}
-
-// Record SADDs the batch in one pipeline.
-func (r *Redis) Record(ctx context.Context, p int, fps []uint64) error {
-	if err := r.check(ctx, p); err != nil {
-		return err
-	}
-	if len(fps) == 0 {
-		return nil
-	}
-	key := r.seenKey(p)
-	return r.pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i := 0; i < len(fps); i += seenChunk {
-			pipe.SAdd(ctx, key, fpMembers(fps[i:min(i+seenChunk, len(fps))])...)
-		}
-		return nil
-	})
-}
-
-// fpMembers encodes fingerprints as 8-byte strings: compact, and the same
-// bytes as the bbolt keys.
-func fpMembers(fps []uint64) []any {
-	out := make([]any, len(fps))
-	for i, fp := range fps {
-		out[i] = string(binary.BigEndian.AppendUint64(make([]byte, 0, 8), fp))
-	}
-	return out
 }
 
 // ---- frontier ----

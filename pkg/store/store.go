@@ -25,12 +25,25 @@ type Store interface {
 	Close() error
 }
 
+// ErrSeenFormat is returned (wrapped, with the partition and what was found)
+// when a partition's stored seen set has a layout this build does not read,
+// e.g. one written with another bucket count. Such data needs a new crawl.
+var ErrSeenFormat = errors.New("store: seen set stored in another format")
+
 // SeenSet is the authoritative set of URL fingerprints already discovered.
 type SeenSet interface {
 	// Seen reports for each fingerprint whether partition p recorded it.
 	Seen(ctx context.Context, p int, fps []uint64) ([]bool, error)
 	// Record adds fingerprints to partition p's set; recording twice is harmless.
 	Record(ctx context.Context, p int, fps []uint64) error
+	// Scan calls fn with every fingerprint of partition p, in ascending order
+	// and in chunks (each a new, non-empty slice that fn may keep), e.g. to
+	// rebuild a Bloom filter when a partition is taken over. An error from fn
+	// stops the scan and is returned as is. fn may call the store. Scan is
+	// not a snapshot: run it while nobody records into p (the owner's job).
+	Scan(ctx context.Context, p int, fn func(fps []uint64) error) error
+	// Count returns the number of distinct fingerprints partition p recorded.
+	Count(ctx context.Context, p int) (int64, error)
 }
 
 // Queued is a URL waiting in its host's queue.

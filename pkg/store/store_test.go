@@ -27,6 +27,9 @@ func runSuite(t *testing.T, newStore backend) {
 		fn   func(t *testing.T, open opener)
 	}{
 		{"SeenRecord", testSeenRecord},
+		{"SeenProperty", testSeenProperty},
+		{"ScanCount", testScanCount},
+		{"SeenFormat", testSeenFormat},
 		{"ApplyReplay", testApplyReplay},
 		{"FIFO", testFIFO},
 		{"StaleDone", testStaleDone},
@@ -55,62 +58,68 @@ func TestRing(t *testing.T) {
 	addrs := []string{startRedisServer(t), startRedisServer(t)}
 	runSuite(t, redisBackend(addrs))
 
-	t.Run("PartitionOnOneShard", func(t *testing.T) {
-		prefix := randomPrefix(t)
-		t.Cleanup(func() { deleteKeys(t, addrs, prefix) })
-		s, err := OpenRedis(context.Background(), addrs, false, prefix)
+	t.Run("PartitionOnOneShard", func(t *testing.T) { checkPlacement(t, addrs, false, 16) })
+}
+
+// TestCluster runs the suite on a 3-master Redis Cluster: every script and
+// pipeline must respect slot rules, and partitions must spread over nodes.
+func TestCluster(t *testing.T) {
+	addrs := startRedisCluster(t, 3)
+	runSuite(t, redisBackendMode(addrs, true))
+	t.Run("PartitionOnOneNode", func(t *testing.T) { checkPlacement(t, addrs, true, 48) })
+}
+
+// checkPlacement fills parts partitions and checks that every key of a
+// partition sits on one shard or node and that every shard got some.
+func checkPlacement(t *testing.T, addrs []string, cluster bool, parts int) {
+	prefix := randomPrefix(t)
+	t.Cleanup(func() { deleteKeys(t, addrs, prefix) })
+	s, err := OpenRedis(context.Background(), addrs, cluster, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for p := range parts {
+		fillPartition(t, s, p)
+	}
+	mustBudget(t, s, 1, 0)
+
+	shardsOf := map[string]map[string]bool{} // hash tag -> shards
+	kinds := map[string]map[string]bool{}    // hash tag -> key kinds
+	perShard := map[string]int{}
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		keys, err := scanKeys(context.Background(), c, prefix)
+		c.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
-		const parts = 16
-		for p := range parts {
-			fillPartition(t, s, p)
-		}
-		mustBudget(t, s, 1, 0)
-
-		shardsOf := map[string]map[string]bool{} // hash tag -> shards
-		kinds := map[string]map[string]bool{}    // hash tag -> key kinds
-		perShard := map[string]int{}
-		for _, addr := range addrs {
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			keys, err := scanKeys(context.Background(), c, prefix)
-			c.Close()
-			if err != nil {
-				t.Fatal(err)
+		for _, k := range keys {
+			tag, kind := splitKey(t, prefix, k)
+			if shardsOf[tag] == nil {
+				shardsOf[tag], kinds[tag] = map[string]bool{}, map[string]bool{}
 			}
-			for _, k := range keys {
-				tag, kind := splitKey(t, prefix, k)
-				if shardsOf[tag] == nil {
-					shardsOf[tag], kinds[tag] = map[string]bool{}, map[string]bool{}
-				}
-				shardsOf[tag][addr] = true
-				kinds[tag][kind] = true
-				perShard[addr]++
-			}
+			shardsOf[tag][addr] = true
+			kinds[tag][kind] = true
+			perShard[addr]++
 		}
-		if len(shardsOf) != parts+1 {
-			t.Errorf("got %d hash tags, want %d partitions + global", len(shardsOf), parts)
+	}
+	if len(shardsOf) != parts+1 {
+		t.Errorf("got %d hash tags, want %d partitions + global", len(shardsOf), parts)
+	}
+	for tag, shards := range shardsOf {
+		if len(shards) != 1 {
+			t.Errorf("keys of %s are spread over %d shards", tag, len(shards))
 		}
-		for tag, shards := range shardsOf {
-			if len(shards) != 1 {
-				t.Errorf("keys of %s are spread over %d shards", tag, len(shards))
-			}
-			if tag != prefix+":global" && len(kinds[tag]) != 5 {
-				t.Errorf("%s has key kinds %v, want seen, hosts, q, inflight, meta", tag, kinds[tag])
-			}
+		if tag != prefix+":global" && len(kinds[tag]) != 5 {
+			t.Errorf("%s has key kinds %v, want seen, hosts, q, inflight, meta", tag, kinds[tag])
 		}
-		for _, addr := range addrs {
-			if perShard[addr] == 0 {
-				t.Errorf("shard %s got no keys: nothing was sharded", addr)
-			}
+	}
+	for _, addr := range addrs {
+		if perShard[addr] == 0 {
+			t.Errorf("shard %s got no keys: nothing was sharded", addr)
 		}
-	})
-}
-
-// TestCluster runs the suite on Redis Cluster (one node, all slots).
-func TestCluster(t *testing.T) {
-	runSuite(t, redisBackendMode([]string{startRedisCluster(t)}, true))
+	}
 }
 
 // fillPartition creates every kind of key in partition p.
@@ -403,6 +412,12 @@ func testReopen(t *testing.T, open opener) {
 	if _, err := s.Apply(ctx, 0, 99, nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Apply after Close: %v, want ErrClosed", err)
 	}
+	if _, err := s.Count(ctx, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("Count after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Scan(ctx, 0, func([]uint64) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("Scan after Close: %v, want ErrClosed", err)
+	}
 
 	s = open()
 	for _, p := range parts {
@@ -411,6 +426,9 @@ func testReopen(t *testing.T, open opener) {
 		}
 		if got := mustSeen(t, s, p, []uint64{10, 20, 30}); !slices.Equal(got, []bool{true, true, false}) {
 			t.Errorf("Seen after reopen = %v", got)
+		}
+		if got := mustCount(t, s, p); got != 3 {
+			t.Errorf("Count after reopen = %d, want 3", got)
 		}
 	}
 	wantStats(t, s, parts, stats)
@@ -515,6 +533,12 @@ func testBadArgs(t *testing.T, open opener) {
 	if _, err := s.Seen(ctx, -1, []uint64{1}); err == nil {
 		t.Error("negative partition accepted")
 	}
+	if _, err := s.Count(ctx, -1); err == nil {
+		t.Error("Count: negative partition accepted")
+	}
+	if err := s.Scan(ctx, -1, func([]uint64) error { return nil }); err == nil {
+		t.Error("Scan: negative partition accepted")
+	}
 	if _, err := s.Apply(ctx, 0, 1, []Queued{q("", "http://x/")}, nil); err == nil {
 		t.Error("empty host accepted")
 	}
@@ -614,8 +638,13 @@ func TestRedisKeyLayout(t *testing.T) {
 	fillPartition(t, s, 7)
 	mustBudget(t, s, 1, 0)
 	pre := s.prefix
+	if err := s.Record(ctx, 7, []uint64{0xabcd_0000_0000_0002, 0xabcd_0000_0000_0001}); err != nil {
+		t.Fatal(err)
+	}
 	for key, typ := range map[string]string{
-		pre + ":{" + pre + ":p7}:seen":        "set",
+		pre + ":{" + pre + ":p7}:seen":        "hash",
+		pre + ":{" + pre + ":p7}:seen:0000":   "string",
+		pre + ":{" + pre + ":p7}:seen:abcd":   "string",
 		pre + ":{" + pre + ":p7}:hosts":       "set",
 		pre + ":{" + pre + ":p7}:q:a.example": "list",
 		pre + ":{" + pre + ":p7}:inflight":    "hash",
@@ -626,9 +655,17 @@ func TestRedisKeyLayout(t *testing.T) {
 			t.Errorf("TYPE %s = %q, want %q", key, got, typ)
 		}
 	}
-	members := s.c.SMembers(ctx, s.seenKey(7)).Val()
-	if len(members) != 1 || members[0] != "\x00\x00\x00\x00\x00\x00\x00\x07" {
-		t.Errorf("seen members = %q, want one 8-byte big-endian fingerprint", members)
+	base := pre + ":{" + pre + ":p7}:seen"
+	if got := s.c.HGetAll(ctx, base).Val(); dump(got) != dump(map[string]string{"format": "2", "buckets": "65536", "count": "3"}) {
+		t.Errorf("HGETALL %s = %v", base, got)
+	}
+	for key, want := range map[string]string{
+		base + ":0000": "\x00\x00\x00\x00\x00\x00\x00\x07",
+		base + ":abcd": "\xab\xcd\x00\x00\x00\x00\x00\x01\xab\xcd\x00\x00\x00\x00\x00\x02",
+	} {
+		if got := s.c.Get(ctx, key).Val(); got != want {
+			t.Errorf("GET %s = %q, want %q (sorted 8-byte big-endian fingerprints)", key, got, want)
+		}
 	}
 }
 
@@ -693,7 +730,7 @@ func BenchmarkSeen(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "fps/s")
+			reportPerFP(b)
 		})
 	}
 }
@@ -708,9 +745,16 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "fps/s")
+			reportPerFP(b)
 		})
 	}
+}
+
+// reportPerFP reports ns per fingerprint and fingerprints per second.
+func reportPerFP(b *testing.B) {
+	n := float64(b.N * benchBatch)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/fp")
+	b.ReportMetric(n/b.Elapsed().Seconds(), "fps/s")
 }
 
 // ---- helpers ----
@@ -735,6 +779,29 @@ func mustSeen(t testing.TB, s Store, p int, fps []uint64) []bool {
 		t.Fatalf("Seen: %d answers for %d fingerprints", len(got), len(fps))
 	}
 	return got
+}
+
+func mustCount(t testing.TB, s Store, p int) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Count(%d): %v", p, err)
+	}
+	return n
+}
+
+// scanChunks returns what Scan hands fn, chunk by chunk.
+func scanChunks(t testing.TB, s Store, p int) [][]uint64 {
+	t.Helper()
+	var chunks [][]uint64
+	err := s.Scan(context.Background(), p, func(fps []uint64) error {
+		chunks = append(chunks, fps)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Scan(%d): %v", p, err)
+	}
+	return chunks
 }
 
 func mustApply(t testing.TB, s Store, p int, seq uint64, enq []Queued, done []Done) bool {

@@ -1,0 +1,439 @@
+// Package resolver is the crawler's DNS resolver: a cached, non-blocking stub
+// resolver after Chen and Yan, "a cached non-blocking asynchronous DNS resolver
+// for crawlers" (Software Guide, 2009). See docs/resolver.md.
+//
+// A lookup is answered from an LRU name cache when it can be; otherwise one
+// network lookup per name is in flight at a time (A and AAAA in parallel, over
+// UDP, TCP after truncation), however many callers wait for it, and any
+// number of names are looked up at once.
+package resolver
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Defaults, after the paper where it gives a value.
+const (
+	DefaultCacheSize   = 50000            // the paper's name cache size
+	DefaultRefresh     = 1800 * time.Second // the paper's refresh period
+	DefaultNegativeTTL = 30 * time.Second
+	DefaultTimeout     = 2 * time.Second
+	DefaultAttempts    = 2
+	DefaultMaxInFlight = 1024 // the paper's send queue size
+
+	resolvConf     = "/etc/resolv.conf"
+	fallbackServer = "127.0.0.53:53" // systemd-resolved's stub listener
+)
+
+// Options configure a Resolver. New replaces zero (or negative, where not
+// said otherwise) numeric fields by their defaults.
+//
+// RespectTTL is a plain bool, so the zero Options ignore DNS TTLs (the paper's
+// behaviour: answers live Refresh, whatever their TTL). Start from
+// DefaultOptions to get TTLs respected.
+type Options struct {
+	// Servers are "ip:port" addresses of recursive DNS servers, tried in
+	// order ("ip" alone means port 53). Empty: the nameservers of
+	// /etc/resolv.conf, or 127.0.0.53:53 when it has none.
+	Servers []string
+	// CacheSize is the number of names cached, answers and failures alike.
+	CacheSize int
+	// Refresh is the longest a cached answer is used; the next lookup after
+	// that goes to the network again.
+	Refresh time.Duration
+	// RespectTTL makes the record TTLs an upper bound too: an answer lives
+	// min(Refresh, smallest TTL of its records).
+	RespectTTL bool
+	// NegativeTTL is how long a failure (NXDOMAIN, no address, SERVFAIL,
+	// timeout) is cached. With RespectTTL, the zone's SOA negative TTL caps
+	// it. Negative: failures are not cached.
+	NegativeTTL time.Duration
+	// Timeout bounds one query to one server.
+	Timeout time.Duration
+	// Attempts is the number of rounds over Servers before giving up.
+	Attempts int
+	// MaxInFlight bounds the names being looked up on the network at once;
+	// more wait (each in-flight name holds two sockets).
+	MaxInFlight int
+}
+
+// DefaultOptions returns the recommended options: every default, RespectTTL on.
+func DefaultOptions() Options {
+	return Options{
+		CacheSize:   DefaultCacheSize,
+		Refresh:     DefaultRefresh,
+		RespectTTL:  true,
+		NegativeTTL: DefaultNegativeTTL,
+		Timeout:     DefaultTimeout,
+		Attempts:    DefaultAttempts,
+		MaxInFlight: DefaultMaxInFlight,
+	}
+}
+
+// Resolver looks up host addresses. It is safe for concurrent use.
+//
+// Concurrency: each shard's mutex guards that shard's cache and flights map
+// and nothing else; it is never held during network I/O. Counters are
+// atomics. All other fields are set by New and read-only afterwards.
+type Resolver struct {
+	servers    []string
+	refresh    time.Duration
+	respectTTL bool
+	negTTL     time.Duration
+	timeout    time.Duration
+	attempts   int
+
+	udp, tcp *dns.Client
+	sem      chan struct{} // a token per network lookup in flight (MaxInFlight)
+
+	seed   maphash.Seed
+	shards []*shard
+	now    func() time.Time // the clock for cache expiry; tests replace it
+
+	stats counters
+}
+
+// shard is one part of the name cache with the lookups in flight for its
+// names. Keeping both under one mutex makes "not cached, so join or start a
+// flight" and "flight done, so cache it and leave" atomic: no caller can
+// miss both the cache and the flight.
+type shard struct {
+	mu      sync.Mutex
+	cache   *lru               // guarded by mu
+	flights map[string]*flight // guarded by mu
+}
+
+// flight is one network lookup of a name, shared by all callers asking for
+// it meanwhile: a hand-written singleflight.
+type flight struct {
+	done    chan struct{} // closed once res is set
+	res     entry         // written by the flight before done is closed; read-only after
+	waiters int           // callers waiting; guarded by the shard's mu
+	cancel  context.CancelFunc
+}
+
+// New returns a Resolver configured by o.
+func New(o Options) (*Resolver, error) {
+	servers, err := serverList(o.Servers)
+	if err != nil {
+		return nil, err
+	}
+	o = withDefaults(o)
+	r := &Resolver{
+		servers:    servers,
+		refresh:    o.Refresh,
+		respectTTL: o.RespectTTL,
+		negTTL:     o.NegativeTTL,
+		timeout:    o.Timeout,
+		attempts:   o.Attempts,
+		udp:        &dns.Client{Net: "udp", Timeout: o.Timeout},
+		tcp:        &dns.Client{Net: "tcp", Timeout: o.Timeout},
+		sem:        make(chan struct{}, o.MaxInFlight),
+		seed:       maphash.MakeSeed(),
+		now:        time.Now,
+	}
+	r.shards = newShards(o.CacheSize, shardCount(o.CacheSize))
+	return r, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.NegativeTTL == 0 {
+		o.NegativeTTL = DefaultNegativeTTL
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	return o
+}
+
+// serverList checks the configured servers, or reads the system's.
+func serverList(in []string) ([]string, error) {
+	if len(in) == 0 {
+		return systemServers(), nil
+	}
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(s, "53")
+		}
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("resolver: DNS server %q is not an ip:port", s)
+		}
+		out = append(out, ap.String())
+	}
+	return out, nil
+}
+
+func systemServers() []string {
+	conf, err := dns.ClientConfigFromFile(resolvConf)
+	if err != nil || len(conf.Servers) == 0 {
+		return []string{fallbackServer}
+	}
+	out := make([]string, 0, len(conf.Servers))
+	for _, s := range conf.Servers {
+		out = append(out, net.JoinHostPort(s, conf.Port))
+	}
+	return out
+}
+
+// shardCount splits big caches so that concurrent hits rarely share a mutex
+// (see docs/resolver.md for the measurement), and keeps small caches whole so
+// that their eviction order is exact LRU.
+func shardCount(cacheSize int) int {
+	const maxShards, minPerShard = 16, 1024
+	n := 1
+	for n < maxShards && cacheSize/(2*n) >= minPerShard {
+		n *= 2
+	}
+	return n
+}
+
+func newShards(cacheSize, n int) []*shard {
+	shards := make([]*shard, n)
+	for i := range shards {
+		size := cacheSize / n
+		if i < cacheSize%n {
+			size++
+		}
+		shards[i] = &shard{cache: newLRU(size), flights: make(map[string]*flight)}
+	}
+	return shards
+}
+
+func (r *Resolver) shardFor(key string) *shard {
+	if len(r.shards) == 1 {
+		return r.shards[0]
+	}
+	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
+}
+
+// LookupNetIP returns the IPv4 then the IPv6 addresses of host. An IP
+// literal is returned as is. Errors are *net.DNSError values that unwrap to
+// ErrNotFound, ErrServerFailure, ErrTimeout or ctx's error.
+//
+// ctx bounds this caller's wait only: a lookup other callers also wait for
+// goes on, and its answer is cached.
+func (r *Resolver) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, error) {
+	r.stats.lookups.Add(1)
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{ip}, nil
+	}
+	key, ok := cacheKey(host)
+	if !ok {
+		r.stats.errors.Add(1)
+		return nil, failNotFound.forHost(host)
+	}
+
+	sh := r.shardFor(key)
+	sh.mu.Lock()
+	n, cached := sh.cache.get(key)
+	if cached && r.now().Before(n.val.expires) {
+		e := n.val
+		sh.mu.Unlock()
+		return r.fromCache(host, e)
+	}
+	f, joined := sh.flights[key]
+	if !joined {
+		f = r.startFlight(sh, key)
+	}
+	f.waiters++
+	sh.mu.Unlock()
+
+	switch {
+	case joined:
+		r.stats.coalesced.Add(1)
+	case cached:
+		r.stats.misses.Add(1)
+		r.stats.refreshes.Add(1)
+	default:
+		r.stats.misses.Add(1)
+	}
+	return r.wait(ctx, host, sh, key, f)
+}
+
+// cacheKey is the canonical form of a host name (lower case, no final dot),
+// or false when it cannot be a DNS name.
+func cacheKey(host string) (string, bool) {
+	key := strings.ToLower(strings.TrimSuffix(host, "."))
+	if key == "" || len(key) > 253 || strings.HasPrefix(key, ".") {
+		return "", false
+	}
+	if _, ok := dns.IsDomainName(key); !ok {
+		return "", false
+	}
+	return key, true
+}
+
+func (r *Resolver) fromCache(host string, e entry) ([]netip.Addr, error) {
+	if e.fail != nil {
+		r.stats.negHits.Add(1)
+		r.stats.errors.Add(1)
+		return nil, e.fail.forHost(host)
+	}
+	r.stats.hits.Add(1)
+	return slices.Clone(e.addrs), nil // callers may sort or trim their copy
+}
+
+// startFlight registers a lookup of key and starts it. The caller holds sh.mu.
+func (r *Resolver) startFlight(sh *shard, key string) *flight {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &flight{done: make(chan struct{}), cancel: cancel}
+	sh.flights[key] = f
+	go r.fly(ctx, sh, key, f)
+	return f
+}
+
+// fly runs a flight: resolve without any lock, then, under sh.mu, cache the
+// result and retire the flight in one step.
+func (r *Resolver) fly(ctx context.Context, sh *shard, key string, f *flight) {
+	defer f.cancel()
+	res, keep := r.resolve(ctx, key)
+	sh.mu.Lock()
+	if sh.flights[key] == f { // an abandoned flight may have been replaced
+		delete(sh.flights, key)
+	}
+	if keep {
+		sh.cache.put(key, res)
+	}
+	sh.mu.Unlock()
+	f.res = res
+	close(f.done)
+}
+
+// wait blocks until f is done or ctx ends. The last caller to give up
+// cancels the flight, so that abandoned lookups free their sockets.
+func (r *Resolver) wait(ctx context.Context, host string, sh *shard, key string, f *flight) ([]netip.Addr, error) {
+	select {
+	case <-f.done:
+		if f.res.fail != nil {
+			r.stats.errors.Add(1)
+			return nil, f.res.fail.forHost(host)
+		}
+		return slices.Clone(f.res.addrs), nil
+	case <-ctx.Done():
+	}
+	sh.mu.Lock()
+	f.waiters--
+	last := f.waiters == 0
+	if last && sh.flights[key] == f {
+		delete(sh.flights, key) // the next caller starts afresh
+	}
+	sh.mu.Unlock()
+	if last {
+		f.cancel()
+	}
+	r.stats.errors.Add(1)
+	return nil, ctxError(host, ctx.Err())
+}
+
+// resolve looks key up on the network: A and AAAA in parallel. keep is false
+// when the result must not be cached (abandoned, or a zero lifetime).
+func (r *Resolver) resolve(ctx context.Context, key string) (e entry, keep bool) {
+	abandoned := entry{fail: &failure{err: context.Canceled}}
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-ctx.Done():
+		return abandoned, false
+	}
+	r.stats.inFlight.Add(1)
+	defer r.stats.inFlight.Add(-1)
+
+	start := time.Now()
+	name := dns.Fqdn(key)
+	var v6 answer
+	done := make(chan struct{})
+	go func() {
+		v6 = r.query(ctx, name, dns.TypeAAAA)
+		close(done)
+	}()
+	v4 := r.query(ctx, name, dns.TypeA)
+	<-done
+	if v4.canceled || v6.canceled {
+		return abandoned, false
+	}
+	r.stats.observe(time.Since(start))
+
+	e, life := r.merge(v4, v6)
+	e.expires = r.now().Add(life)
+	return e, life > 0
+}
+
+// merge combines the A and AAAA answers into one cache entry and says how
+// long it may be used.
+func (r *Resolver) merge(v4, v6 answer) (entry, time.Duration) {
+	if addrs := append(slices.Clip(v4.addrs), v6.addrs...); len(addrs) > 0 {
+		ttl := time.Duration(1<<63 - 1)
+		for _, a := range []answer{v4, v6} {
+			if len(a.addrs) > 0 {
+				ttl = min(ttl, a.ttl)
+			}
+		}
+		return entry{addrs: addrs}, r.lifetime(r.refresh, ttl)
+	}
+	// No address. NXDOMAIN is authoritative; otherwise a failure (timeout,
+	// SERVFAIL) says more than the other type's NODATA.
+	switch {
+	case v4.fail == failNotFound || v6.fail == failNotFound:
+		return entry{fail: failNotFound}, r.lifetime(r.negTTL, minKnown(v4, v6))
+	case v4.fail != nil:
+		return entry{fail: v4.fail}, r.lifetime(r.negTTL, noTTL)
+	case v6.fail != nil:
+		return entry{fail: v6.fail}, r.lifetime(r.negTTL, noTTL)
+	default: // NODATA for both
+		return entry{fail: failNotFound}, r.lifetime(r.negTTL, minKnown(v4, v6))
+	}
+}
+
+// lifetime caps max by ttl when TTLs are respected and ttl is known.
+func (r *Resolver) lifetime(max, ttl time.Duration) time.Duration {
+	if r.respectTTL && ttl != noTTL {
+		return min(max, ttl)
+	}
+	return max
+}
+
+// minKnown is the smaller known TTL of two negative answers.
+func minKnown(a, b answer) time.Duration {
+	switch {
+	case a.ttl == noTTL:
+		return b.ttl
+	case b.ttl == noTTL:
+		return a.ttl
+	}
+	return min(a.ttl, b.ttl)
+}
+
+// Stats returns a snapshot of the counters.
+func (r *Resolver) Stats() Stats {
+	s := r.stats.snapshot()
+	for _, sh := range r.shards {
+		sh.mu.Lock()
+		s.Entries += sh.cache.len()
+		sh.mu.Unlock()
+	}
+	return s
+}
