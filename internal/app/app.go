@@ -199,6 +199,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
+				AllowedTypes: cfg.AllowedTypes,
 			},
 			Log: log, Registerer: d.Registry,
 		}), nil

@@ -34,7 +34,7 @@ type Host struct {
 	Base  string // scheme://ip:port
 	mu    sync.Mutex
 	pages map[string]Page
-	busy  int // requests being served now
+	busy  int            // requests being served now
 	spans [][2]time.Time // start and end of each request, guarded by mu
 }
 

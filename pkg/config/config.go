@@ -63,6 +63,7 @@ type Config struct {
 	MaxBodyBytes     int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
 	MaxRedirects     int           // --max-redirects: redirect hops followed per chain, default 5
 	UserAgent        string        // --user-agent
+	AllowedTypes     []string      // --allowed-types: content types downloaded (default HTML, XHTML, plain text)
 	AllowPrivate     bool          // --allow-private: permit loopback, private and link-local addresses
 	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
 	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 4
@@ -114,6 +115,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
 	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
 	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
+	fs.Var((*listFlag)(&c.AllowedTypes), "allowed-types", "content types whose bodies are downloaded, comma-separated; type/* allowed (default text/html,application/xhtml+xml,text/plain)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private, link-local and metadata addresses")
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 4, "concurrent parses per parser process")

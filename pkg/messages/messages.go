@@ -116,6 +116,15 @@ type Page struct {
 	IP          string            `json:"ip,omitempty"`
 	BodySize    int               `json:"body_size"`
 	Truncated   bool              `json:"truncated,omitempty"`
+	// ErrorKind classifies Error: timeout, dns, refused, reset, tls,
+	// blocked, protocol, canceled, other.
+	ErrorKind string `json:"error_kind,omitempty"`
+	// Skipped says why the body was not downloaded (a content type outside
+	// the allow list); status and headers are real.
+	Skipped string `json:"skipped,omitempty"`
+	// Encoding is a Content-Encoding the body is still in (one the fetcher
+	// cannot decode); empty when the body is plain.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Parsed is published on <prefix>.pages.parsed by the parser: what a page links

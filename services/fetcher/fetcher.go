@@ -64,8 +64,10 @@ type Service struct {
 	client *HTTPClient
 	robots *robotsCache    // nil with IgnoreRobots
 	life   context.Context // Run's context: ends on shutdown
-	dlq    bus.DeadLetters
-	Stats  Stats
+
+	statuses, errKinds *prometheus.CounterVec // nil without a registerer
+	dlq                bus.DeadLetters
+	Stats              Stats
 }
 
 // New wires a fetcher replica; Run starts it.
@@ -89,6 +91,11 @@ func New(o Options) *Service {
 			c("robots_fetches_total", "robots.txt fetches.", &s.Stats.RobotsFetched),
 			c("robots_deferred_total", "Tasks put back because the host's robots.txt was unreachable.", &s.Stats.RobotsDeferred),
 		)
+		s.statuses = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "responses_total",
+			Help: "Responses by status class."}, []string{"class"})
+		s.errKinds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "failures_total",
+			Help: "Fetches without a response, by kind (timeout, dns, refused, reset, tls, blocked, protocol, canceled, other)."}, []string{"kind"})
+		o.Registerer.MustRegister(s.statuses, s.errKinds)
 	}
 	return s
 }
@@ -254,13 +261,19 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
 		Depth: task.Depth, Hops: task.Hops, Status: r.Status, ContentType: r.ContentType, Headers: r.Headers,
 		Location: r.Location, FetchedAt: time.Now().UTC(), Duration: r.Duration, IP: r.IP,
-		BodySize: len(r.Body), Truncated: r.Truncated,
+		BodySize: len(r.Body), Truncated: r.Truncated, Skipped: r.Skipped, Encoding: r.Encoding,
 	}
 	if r.Err != nil {
-		p.Error = r.Err.Error()
+		p.Error, p.ErrorKind = r.Err.Error(), r.ErrKind
 		s.Stats.Errors.Add(1)
+		if s.errKinds != nil {
+			s.errKinds.WithLabelValues(r.ErrKind).Inc()
+		}
 	} else {
 		s.Stats.Fetched.Add(1)
+		if s.statuses != nil {
+			s.statuses.WithLabelValues(fmt.Sprintf("%dxx", r.Status/100)).Inc()
+		}
 	}
 	s.Stats.Bytes.Add(int64(len(r.Body)))
 	return p

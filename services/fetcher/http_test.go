@@ -2,7 +2,6 @@ package fetcher
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -76,7 +75,7 @@ func TestFetchOK(t *testing.T) {
 	if r.Duration <= 0 {
 		t.Errorf("Duration = %v", r.Duration)
 	}
-	if gotUA != "TestBot/1 (+https://example.com)" || gotAccept != acceptHeader || gotAE != "gzip" {
+	if gotUA != "TestBot/1 (+https://example.com)" || gotAccept != acceptHeader || gotAE != "gzip, deflate, br" {
 		t.Errorf("request headers: User-Agent %q, Accept %q, Accept-Encoding %q", gotUA, gotAccept, gotAE)
 	}
 }
@@ -154,6 +153,9 @@ func TestFetchRedirectNotFollowed(t *testing.T) {
 	}
 }
 
+// A server that never answers is reported by the first limit to run out:
+// HeaderTimeout (by default a third of Timeout), or Timeout when HeaderTimeout
+// is not below it.
 func TestFetchTimeoutWaitingForResponse(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -161,22 +163,32 @@ func TestFetchTimeoutWaitingForResponse(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	c := newClient(t, HTTPOptions{Timeout: 200 * time.Millisecond, AllowPrivate: true})
-
-	start := time.Now()
-	r := c.Fetch(context.Background(), srv.URL)
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("took %v with a 200ms timeout", elapsed)
-	}
-	if !errors.Is(r.Err, ErrTimeout) || r.Status != 0 {
-		t.Fatalf("Err %v, Status %d; want ErrTimeout, no status", r.Err, r.Status)
-	}
-	want := "fetch timed out after 200ms waiting for the response (--fetch-timeout)"
-	if r.Err.Error() != want {
-		t.Errorf("Err = %q, want %q", r.Err, want)
-	}
-	if r.IP != "127.0.0.1" {
-		t.Errorf("IP = %q: the connection was made", r.IP)
+	for _, tc := range []struct {
+		header time.Duration
+		want   string
+		stage  string
+	}{
+		{0, "no response headers within 67ms", "headers"},
+		{100 * time.Millisecond, "no response headers within 100ms", "headers"},
+		{200 * time.Millisecond, "fetch timed out after 200ms waiting for the response headers (--fetch-timeout)", "request"},
+		{time.Hour, "fetch timed out after 200ms waiting for the response headers (--fetch-timeout)", "request"},
+	} {
+		c := newClient(t, HTTPOptions{Timeout: 200 * time.Millisecond, HeaderTimeout: tc.header, AllowPrivate: true})
+		start := time.Now()
+		r := c.Fetch(context.Background(), srv.URL)
+		if elapsed := time.Since(start); elapsed > 2*time.Second {
+			t.Errorf("HeaderTimeout %v: took %v with a 200ms timeout", tc.header, elapsed)
+		}
+		var te *TimeoutError
+		if !errors.Is(r.Err, ErrTimeout) || !errors.As(r.Err, &te) || r.Status != 0 || r.ErrKind != KindTimeout {
+			t.Fatalf("HeaderTimeout %v: Err %v, Status %d, ErrKind %q; want a timeout, no status", tc.header, r.Err, r.Status, r.ErrKind)
+		}
+		if r.Err.Error() != tc.want || te.Stage != tc.stage {
+			t.Errorf("HeaderTimeout %v: Err = %q (stage %s), want %q (stage %s)", tc.header, r.Err, te.Stage, tc.want, tc.stage)
+		}
+		if r.IP != "127.0.0.1" {
+			t.Errorf("HeaderTimeout %v: IP = %q: the connection was made", tc.header, r.IP)
+		}
 	}
 }
 
@@ -204,8 +216,8 @@ func TestFetchTimeoutReadingBody(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("took %v with a 300ms timeout", elapsed)
 	}
-	if !errors.Is(r.Err, ErrTimeout) || !strings.Contains(r.Err.Error(), "reading the body") {
-		t.Fatalf("Err = %v, want a timeout while reading the body", r.Err)
+	if !errors.Is(r.Err, ErrTimeout) || !strings.Contains(r.Err.Error(), "reading the body") || r.ErrKind != KindTimeout {
+		t.Fatalf("Err = %v (ErrKind %q), want a timeout while reading the body", r.Err, r.ErrKind)
 	}
 	if r.Status != 200 || len(r.Body) == 0 {
 		t.Errorf("Status %d, %d body bytes; want the partial response kept", r.Status, len(r.Body))
@@ -217,8 +229,8 @@ func TestFetchCanceledByCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(ctx, srv.URL)
-	if r.Err == nil || errors.Is(r.Err, ErrTimeout) || !errors.Is(r.Err, context.Canceled) {
-		t.Errorf("Err = %v, want canceled, not a timeout", r.Err)
+	if r.Err == nil || errors.Is(r.Err, ErrTimeout) || !errors.Is(r.Err, context.Canceled) || r.ErrKind != KindCanceled {
+		t.Errorf("Err = %v (ErrKind %q), want canceled, not a timeout", r.Err, r.ErrKind)
 	}
 }
 
@@ -250,17 +262,8 @@ func TestFetchBodyCap(t *testing.T) {
 	}
 }
 
-// gzipBomb is 50 MB of zeros, gzipped to about 64 KB.
-var gzipBomb = sync.OnceValue(func() []byte {
-	var b bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed) // fast even under -race
-	zeros := make([]byte, 1<<20)
-	for i := 0; i < 50; i++ {
-		w.Write(zeros)
-	}
-	w.Close()
-	return b.Bytes()
-})
+// gzipBomb is 50 MiB of zeros, gzipped to about 65 KB (see zeroDeflate).
+var gzipBomb = sync.OnceValue(func() []byte { return gzipWrap(zeroDeflate(bombMiB), bombMiB<<20) })
 
 func TestFetchGzipBomb(t *testing.T) {
 	bomb := gzipBomb()
@@ -303,8 +306,8 @@ func TestFetchBlocksLoopback(t *testing.T) {
 	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
 		r := c.Fetch(context.Background(), u)
 		var blocked *BlockedAddressError
-		if !errors.As(r.Err, &blocked) || blocked.Reason != "loopback" {
-			t.Fatalf("%s: Err = %v, want a blocked loopback address", u, r.Err)
+		if !errors.As(r.Err, &blocked) || blocked.Reason != "loopback" || r.ErrKind != KindBlocked {
+			t.Fatalf("%s: Err = %v (ErrKind %q), want a blocked loopback address", u, r.Err, r.ErrKind)
 		}
 		if !strings.HasPrefix(r.Err.Error(), "blocked address ") ||
 			!strings.HasSuffix(r.Err.Error(), " (loopback); pass --allow-private to permit") {
@@ -396,8 +399,8 @@ func TestFetchInvalidURL(t *testing.T) {
 	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second})
 	for _, u := range []string{"", "::not a url", "ftp://example.com/", "mailto:a@example.com", "/relative/path", "http://", "http:///path", "http://exa mple.com/", "http://[::1/"} {
 		r := c.Fetch(context.Background(), u)
-		if r.Err == nil || !strings.HasPrefix(r.Err.Error(), "invalid URL") {
-			t.Errorf("%q: Err = %v, want invalid URL", u, r.Err)
+		if r.Err == nil || !strings.HasPrefix(r.Err.Error(), "invalid URL") || r.ErrKind != KindOther {
+			t.Errorf("%q: Err = %v (ErrKind %q), want invalid URL", u, r.Err, r.ErrKind)
 		}
 	}
 }
@@ -411,8 +414,8 @@ func TestFetchConnectionRefused(t *testing.T) {
 	ln.Close()
 
 	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(context.Background(), "http://"+addr+"/")
-	if r.Err == nil || !strings.Contains(r.Err.Error(), "connection refused") || r.Status != 0 {
-		t.Errorf("Err %v, Status %d; want connection refused", r.Err, r.Status)
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "connection refused") || r.Status != 0 || r.ErrKind != KindRefused {
+		t.Errorf("Err %v, Status %d, ErrKind %q; want connection refused", r.Err, r.Status, r.ErrKind)
 	}
 	if strings.Contains(r.Err.Error(), "Get ") {
 		t.Errorf("Err = %q repeats the request", r.Err)
@@ -431,8 +434,8 @@ func TestFetchServerClosesMidBody(t *testing.T) {
 	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})
 	for _, u := range []string{srv.URL, srv.URL + "?chunked=1"} {
 		r := c.Fetch(context.Background(), u)
-		if r.Err == nil || !strings.Contains(r.Err.Error(), "reading the body (100 bytes received)") {
-			t.Errorf("%s: Err = %v, want a failed body read", u, r.Err)
+		if r.Err == nil || !strings.Contains(r.Err.Error(), "reading the body (100 bytes received)") || r.ErrKind != KindReset {
+			t.Errorf("%s: Err = %v (ErrKind %q), want a failed body read", u, r.Err, r.ErrKind)
 		}
 		if r.Status != 200 || len(r.Body) != 100 || r.Truncated {
 			t.Errorf("%s: Status %d, %d bytes, Truncated %v; want the partial body", u, r.Status, len(r.Body), r.Truncated)
