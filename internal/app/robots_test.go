@@ -20,7 +20,7 @@ func TestRobotsGatingAndPoliteness(t *testing.T) {
 	broken := s.AddHost(t, "broken", "127.0.2.3")
 	slow := s.AddHost(t, "slow", "127.0.2.4")
 
-	rules.Set("/robots.txt", testsite.Page{Type: "text/plain", Body: "User-agent: *\nDisallow: /private\nAllow: /private/ok\nCrawl-delay: 0.3\n"})
+	rules.Set("/robots.txt", testsite.Page{Type: "text/plain", Body: "User-agent: *\nDisallow: /\n\nUser-agent: trawler\nDisallow: /private\nAllow: /private/ok\nCrawl-delay: 0.3\n"})
 	rules.Set("/", testsite.Page{Links: []string{rules.URL("/a"), rules.URL("/private/x"), rules.URL("/private/ok"), rules.URL("/b")}})
 	for _, p := range []string{"/a", "/b", "/private/x", "/private/ok"} {
 		rules.Set(p, testsite.Page{})

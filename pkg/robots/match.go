@@ -7,10 +7,11 @@ import (
 
 // rule is a compiled Allow or Disallow pattern.
 type rule struct {
-	pattern  string // escaped, without the anchoring '$'
-	mask     uint64 // bytes the path must contain (see byteBit)
-	prio     int32  // length of the pattern as written: longer wins
-	lit      int32  // bytes before the first '*', compared directly
+	pattern string   // escaped, without the anchoring '$'
+	mask    pairMask // byte pairs the path must contain
+
+	prio     int32 // length of the pattern as written: longer wins
+	lit      int32 // bytes before the first '*', compared directly
 	allow    bool
 	anchored bool // the pattern ended with '$': it must match the whole path
 }
@@ -33,10 +34,10 @@ func newRule(body string, allow, anchored bool) rule {
 	if lit < 0 {
 		lit = len(body)
 	}
-	var mask uint64
-	for i := 0; i < len(body); i++ {
-		if body[i] != '*' {
-			mask |= 1 << byteBit[body[i]]
+	var mask pairMask
+	for i := 1; i < len(body); i++ {
+		if body[i-1] != '*' && body[i] != '*' {
+			mask.add(body[i-1], body[i])
 		}
 	}
 	return rule{pattern: body, mask: mask, prio: int32(prio), lit: int32(lit), allow: allow, anchored: anchored}
@@ -58,33 +59,26 @@ func (r *rule) bucket() int {
 	return -1
 }
 
-// byteBit assigns each byte a bit of a 64-bit mask: letters share one with
-// their other case, digits and common URL punctuation get their own, the
-// rest share the last. A rule needing a bit the path lacks cannot match,
-// which rejects most rules with a single AND.
-var byteBit = func() (t [256]uint8) {
-	for i := range t {
-		t[i] = 63
-	}
-	next := uint8(0)
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = next, next
-		next++
-	}
-	for _, c := range "0123456789/?=&.-_%;,:~+!$'()@[]" {
-		if next == 63 {
-			break
-		}
-		t[c] = next
-		next++
-	}
-	return t
-}()
+// pairMask is a 128-bit Bloom filter of the adjacent byte pairs of a
+// string. A rule whose literal pairs are not all in the path's filter
+// cannot match it: that rejects most rules with two ANDs, before any
+// string comparison.
+type pairMask [2]uint64
 
-func maskOf(path string) uint64 {
-	var m uint64
-	for i := 0; i < len(path); i++ {
-		m |= 1 << byteBit[path[i]]
+func (m *pairMask) add(a, b byte) {
+	h := (uint32(a)<<8 | uint32(b)) * 0x9E3779B1 >> 25 // 7 bits
+	m[h>>6] |= 1 << (h & 63)
+}
+
+// within reports whether every pair of m is in path.
+func (m *pairMask) within(path *pairMask) bool {
+	return m[0]&^path[0] == 0 && m[1]&^path[1] == 0
+}
+
+func maskOf(path string) pairMask {
+	var m pairMask
+	for i := 1; i < len(path); i++ {
+		m.add(path[i-1], path[i])
 	}
 	return m
 }
@@ -92,7 +86,7 @@ func maskOf(path string) uint64 {
 // compareRules orders rules so that the first one matching a path is the
 // one that decides: longest first, and Allow before Disallow on equal
 // length. The rest only makes the order total, so duplicates end up adjacent.
-func compareRules(a, b rule) int {
+func compareRules(a, b *rule) int {
 	if c := cmp.Compare(b.prio, a.prio); c != 0 {
 		return c
 	}
@@ -125,10 +119,10 @@ func allowedBy(groups []*group, path string) bool {
 	pm := maskOf(path)
 	var best *rule
 	for _, g := range groups {
-		best = firstMatch(g.rules[:g.nscan], path, pm, best)
+		best = firstMatch(g.rules[:g.nscan], path, &pm, best)
 		if len(path) > 1 && g.keys != "" {
 			if i := strings.IndexByte(g.keys, path[1]); i >= 0 {
-				best = firstMatch(g.rules[g.starts[i]:g.starts[i+1]], path, pm, best)
+				best = firstMatch(g.rules[g.starts[i]:g.starts[i+1]], path, &pm, best)
 			}
 		}
 	}
@@ -138,13 +132,13 @@ func allowedBy(groups []*group, path string) bool {
 // firstMatch scans rules, sorted by compareRules, for the first that
 // matches path, and returns it if it beats best (else best). The scan stops
 // once the remaining rules could not beat best anyway.
-func firstMatch(rules []rule, path string, pathMask uint64, best *rule) *rule {
+func firstMatch(rules []rule, path string, pathMask *pairMask, best *rule) *rule {
 	for i := range rules {
 		r := &rules[i]
 		if !r.beats(best) {
 			break
 		}
-		if r.mask&^pathMask == 0 && r.matches(path) {
+		if r.mask.within(pathMask) && r.matches(path) {
 			return r
 		}
 	}

@@ -287,7 +287,14 @@ func compileGroup(arena string, gb *groupBuilder) *group {
 		return g
 	}
 	useDir := len(rules) >= directoryMin
-	slices.SortFunc(rules, func(a, b rule) int {
+	// Sort positions rather than the rules themselves: moving structs that
+	// hold pointers costs write barriers.
+	order := make([]int32, len(rules))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &rules[i], &rules[j]
 		if useDir {
 			if c := cmp.Compare(a.bucket(), b.bucket()); c != 0 {
 				return c
@@ -295,7 +302,12 @@ func compileGroup(arena string, gb *groupBuilder) *group {
 		}
 		return compareRules(a, b)
 	})
-	g.rules = slices.Clip(slices.Compact(rules))
+	g.rules = make([]rule, 0, len(rules))
+	for _, i := range order {
+		if n := len(g.rules); n == 0 || g.rules[n-1] != rules[i] {
+			g.rules = append(g.rules, rules[i])
+		}
+	}
 	g.nscan = int32(len(g.rules))
 	if !useDir {
 		return g

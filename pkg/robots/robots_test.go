@@ -411,7 +411,7 @@ func TestForStatus(t *testing.T) {
 		{403, true, true, false},
 		{404, true, true, false},
 		{410, true, true, false},
-		{429, true, true, false},
+		{429, false, false, true}, // like a 5xx, as Google does
 		{500, false, false, true},
 		{503, false, false, true},
 		{0, false, false, true},
@@ -700,7 +700,7 @@ func realisticRobots() []byte {
 	for i := range 60 {
 		fmt.Fprintf(&b, "Disallow: /catalog/category-%d/*/print$ # old print views\n", i)
 	}
-	for i := range 40 {
+	for i := range 80 {
 		fmt.Fprintf(&b, "Disallow: /legacy/%s-%d.html\n", sections[i%len(sections)], i)
 	}
 	b.WriteString("Disallow: /*.pdf$\nDisallow: /*.xls$\nAllow: /catalog/\nAllow: /index.html\n\n")
@@ -722,7 +722,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkAllowed(b *testing.B) {
 	r := Parse(realisticRobots())
 	for _, bc := range []struct{ name, agent, url string }{
-		// Trawler is not named: the 100-rule "*" group applies.
+		// Trawler is not named: the 225-rule "*" group applies.
 		{"star-group/allowed-full-scan", "Trawler", "/products/item-12345/details"},
 		{"star-group/disallowed-wildcard", "Trawler", "/products/list?page=3"},
 		{"star-group/absolute-url", "Trawler", "https://www.example.com/catalog/category-7/shoes/print?x=1#top"},

@@ -73,7 +73,9 @@ func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Name
 	if err != nil {
 		return nil, fmt.Errorf("robots bucket %s: %w", names.RobotsBucket(), err)
 	}
-	return &robotsCache{kv: kv, client: client, userAgent: ua, ttl: ttl, retry: retry, local: map[string]robotsEntry{}}, nil
+	// Groups are matched on the product token ("Trawler"), not the whole
+	// User-Agent header.
+	return &robotsCache{kv: kv, client: client, userAgent: robots.ProductToken(ua), ttl: ttl, retry: retry, local: map[string]robotsEntry{}}, nil
 }
 
 // check decides on rawURL. An error means the bucket could not be read or
@@ -110,7 +112,7 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 	return v, nil
 }
 
-func unreachable(status int) bool { return status == 0 || status >= 500 }
+func unreachable(status int) bool { return status == 0 || status == 429 || status >= 500 }
 
 // entry returns the origin's rules from memory, the bucket, or the origin.
 func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (robotsEntry, bool, error) {
