@@ -132,6 +132,7 @@ type host struct {
 	inFlight  *store.InFlight
 	nextAt    time.Time // politeness: earliest time of the next request
 	scheduled bool      // an entry for it is in the ready heap
+	failures  int       // consecutive fetches without an answer or with a 5xx
 }
 
 type partition struct {
@@ -428,6 +429,16 @@ func (pt *partition) gap(fd messages.FetchDone) time.Duration {
 	return max(g, time.Duration(o.Factor*float64(fd.Duration)))
 }
 
+// backoff is the extra rest of a host that keeps failing: 1 s after the
+// second failure in a row, doubling up to 5 min, so a dying server is not
+// hammered while its queue drains.
+func backoff(failures int) time.Duration {
+	if failures < 2 {
+		return 0
+	}
+	return min(time.Second<<min(failures-2, 9), 5*time.Minute)
+}
+
 // remember mirrors an applied batch in memory.
 func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone) {
 	now := time.Now()
@@ -443,7 +454,12 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone) {
 			continue // stale: the task was re-issued after its lease ran out
 		}
 		h.inFlight = nil
-		h.nextAt = now.Add(pt.gap(d))
+		if d.Status == 0 && d.Error != "" || d.Status >= 500 {
+			h.failures++
+		} else {
+			h.failures = 0
+		}
+		h.nextAt = now.Add(pt.gap(d) + backoff(h.failures))
 		pt.s.Stats.Done.Add(1)
 		pt.schedule(h, now)
 	}

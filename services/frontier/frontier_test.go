@@ -221,3 +221,28 @@ func TestRestartKeepsQueuesAndTasks(t *testing.T) {
 		t.Fatalf("after restart: %+v, %v", next, ok)
 	}
 }
+
+func TestFailingHostIsBackedOff(t *testing.T) {
+	if backoff(0) != 0 || backoff(1) != 0 || backoff(2) != time.Second || backoff(3) != 2*time.Second || backoff(40) != 5*time.Minute {
+		t.Fatalf("backoff: %s %s %s %s %s", backoff(0), backoff(1), backoff(2), backoff(3), backoff(40))
+	}
+	h := start(t, Options{})
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	fail := func(task messages.FetchTask) {
+		data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: task.ID, Host: task.Host, URL: task.URL, Status: 503})
+		testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+	}
+	first, _, _ := h.task(2 * time.Second)
+	fail(first)
+	second, _, ok := h.task(2 * time.Second) // one failure: no extra rest
+	if !ok {
+		t.Fatal("no second task")
+	}
+	fail(second)
+	if _, _, ok := h.task(700 * time.Millisecond); ok {
+		t.Fatal("a host that failed twice in a row got its next task at once")
+	}
+	if _, _, ok := h.task(2 * time.Second); !ok {
+		t.Fatal("the failing host was never given its next task")
+	}
+}
