@@ -140,7 +140,7 @@ func (s *Service) newLayers() (map[int]*layers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
 		}
-		static = cache.NewSynchronized(c) // read-only, shared by the partitions
+		static = newConfirmedStatic(c) // shared by the partitions
 	}
 	expected := uint(max(o.ExpectedURLs/max(o.PartitionCount, 1), 1))
 	out := map[int]*layers{}

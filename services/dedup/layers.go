@@ -131,3 +131,44 @@ func fpBytes(buf *[8]byte, fp uint64) []byte {
 	}
 	return buf[:]
 }
+
+// confirmedStatic adapts a STATIC cache to dedup: the preloaded set (the
+// most frequent fingerprints of an earlier crawl) says which URLs are worth a
+// cache slot, not that this crawl has seen them, so a member is a hit only
+// once it has been resolved here. A hit on first sight would drop a new URL.
+// Safe for concurrent use: the partitions share it.
+type confirmedStatic struct {
+	set cache.Cache // read-only after load
+
+	mu   sync.Mutex
+	seen map[uint64]struct{} // members resolved in this crawl; guarded by mu
+}
+
+func newConfirmedStatic(set cache.Cache) *confirmedStatic {
+	return &confirmedStatic{set: cache.NewSynchronized(set), seen: map[uint64]struct{}{}}
+}
+
+func (c *confirmedStatic) Lookup(fp uint64) bool {
+	c.mu.Lock()
+	_, ok := c.seen[fp]
+	c.mu.Unlock()
+	return ok
+}
+
+func (c *confirmedStatic) Insert(fp uint64) {
+	if !c.set.Lookup(fp) {
+		return // not a member: STATIC never changes
+	}
+	c.mu.Lock()
+	c.seen[fp] = struct{}{}
+	c.mu.Unlock()
+}
+
+func (c *confirmedStatic) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
+func (c *confirmedStatic) Cap() int           { return c.set.Cap() }
+func (c *confirmedStatic) Stats() cache.Stats { return c.set.Stats() }
