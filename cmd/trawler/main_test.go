@@ -22,6 +22,10 @@ func trawler(t *testing.T, args ...string) (int, string, string) {
 func TestRunCommandCrawlsAndReports(t *testing.T) {
 	var hits int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
 		hits++
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {

@@ -193,13 +193,17 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			Log: log, Registerer: d.Registry,
 		}), nil
 	case "fetcher":
+		res, err := newResolver(cfg, d.Registry)
+		if err != nil {
+			return nil, err
+		}
 		return fetcher.New(fetcher.Options{
 			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 			IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
-				AllowedTypes: cfg.AllowedTypes,
+				AllowedTypes: cfg.AllowedTypes, Resolver: res,
 			},
 			Log: log, Registerer: d.Registry,
 		}), nil

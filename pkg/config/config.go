@@ -69,6 +69,14 @@ type Config struct {
 	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 4
 	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3
 
+	// Name resolution.
+	Resolver       string        // --resolver: trawler (cached, asynchronous) or system
+	DNSServers     []string      // --dns-servers: ip[:port],... (default: /etc/resolv.conf)
+	DNSCacheSize   int           // --dns-cache-size: names cached, default 50000
+	DNSRefresh     time.Duration // --dns-refresh: longest an answer is used, default 30m
+	DNSNegativeTTL time.Duration // --dns-negative-ttl: how long failures are cached, default 30s
+	DNSIgnoreTTL   bool          // --dns-ignore-ttl: keep answers --dns-refresh whatever their TTL
+
 	// Dedup layers.
 	DedupCache        string  // --dedup-cache: clock|lru|random|static, default clock
 	DedupCacheSize    int     // --dedup-cache-size: entries per dedup replica, default 50000
@@ -120,6 +128,12 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 4, "concurrent parses per parser process")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")
+	fs.StringVar(&c.Resolver, "resolver", "trawler", "name resolver of the fetcher: trawler (cached, asynchronous, after Chen and Yan) or system (Go's)")
+	fs.Var((*listFlag)(&c.DNSServers), "dns-servers", "DNS servers for --resolver trawler, ip[:port] comma-separated (default: from /etc/resolv.conf)")
+	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", 50000, "host names the resolver caches")
+	fs.DurationVar(&c.DNSRefresh, "dns-refresh", 30*time.Minute, "longest a cached DNS answer is used")
+	fs.DurationVar(&c.DNSNegativeTTL, "dns-negative-ttl", 30*time.Second, "how long a failed lookup is cached")
+	fs.BoolVar(&c.DNSIgnoreTTL, "dns-ignore-ttl", false, "keep answers --dns-refresh whatever their DNS TTL (the paper's behaviour)")
 	fs.StringVar(&c.DedupCache, "dedup-cache", "clock", "dedup cache policy: clock, lru, random or static")
 	fs.IntVar(&c.DedupCacheSize, "dedup-cache-size", 50000, "dedup cache entries per dedup replica (the paper's critical size)")
 	fs.StringVar(&c.DedupStaticFile, "dedup-static-file", "", "file of the most frequent fingerprints of an earlier crawl, for --dedup-cache static")
@@ -201,6 +215,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAttempts < 1 || c.MaxDeliver < 1 {
 		errs = append(errs, errors.New("--max-attempts and --max-deliver must be at least 1"))
+	}
+	if c.Resolver != "trawler" && c.Resolver != "system" {
+		errs = append(errs, fmt.Errorf("--resolver %q: want trawler or system", c.Resolver))
+	}
+	if c.DNSCacheSize < 1 || c.DNSRefresh <= 0 {
+		errs = append(errs, errors.New("--dns-cache-size and --dns-refresh must be positive"))
 	}
 	switch c.DedupCache {
 	case "clock", "lru", "random":
