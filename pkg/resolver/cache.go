@@ -25,7 +25,7 @@ type node struct {
 // head. When full, the tail node is unlinked and reused for the new name, so
 // a full cache allocates no nodes.
 //
-// lru is not safe for concurrent use: the owning shard's mutex guards it.
+// lru is not safe for concurrent use: Resolver.mu guards it.
 type lru struct {
 	capacity   int
 	items      map[string]*node

@@ -11,7 +11,6 @@ package resolver
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"net"
 	"net/netip"
 	"slices"
@@ -24,7 +23,7 @@ import (
 
 // Defaults, after the paper where it gives a value.
 const (
-	DefaultCacheSize   = 50000            // the paper's name cache size
+	DefaultCacheSize   = 50000              // the paper's name cache size
 	DefaultRefresh     = 1800 * time.Second // the paper's refresh period
 	DefaultNegativeTTL = 30 * time.Second
 	DefaultTimeout     = 2 * time.Second
@@ -82,9 +81,11 @@ func DefaultOptions() Options {
 
 // Resolver looks up host addresses. It is safe for concurrent use.
 //
-// Concurrency: each shard's mutex guards that shard's cache and flights map
-// and nothing else; it is never held during network I/O. Counters are
-// atomics. All other fields are set by New and read-only afterwards.
+// Concurrency: mu guards cache and flights, and is never held during network
+// I/O. Keeping both under one mutex makes "not cached, so join or start a
+// flight" and "flight done, so cache its answer and retire it" atomic: no
+// caller can miss both the cache and the flight. Counters are atomics. All
+// other fields are set by New and read-only afterwards.
 type Resolver struct {
 	servers    []string
 	refresh    time.Duration
@@ -94,23 +95,14 @@ type Resolver struct {
 	attempts   int
 
 	udp, tcp *dns.Client
-	sem      chan struct{} // a token per network lookup in flight (MaxInFlight)
+	sem      chan struct{}    // a token per network lookup in flight (MaxInFlight)
+	now      func() time.Time // the clock for cache expiry; tests replace it
 
-	seed   maphash.Seed
-	shards []*shard
-	now    func() time.Time // the clock for cache expiry; tests replace it
-
-	stats counters
-}
-
-// shard is one part of the name cache with the lookups in flight for its
-// names. Keeping both under one mutex makes "not cached, so join or start a
-// flight" and "flight done, so cache it and leave" atomic: no caller can
-// miss both the cache and the flight.
-type shard struct {
 	mu      sync.Mutex
 	cache   *lru               // guarded by mu
 	flights map[string]*flight // guarded by mu
+
+	stats counters
 }
 
 // flight is one network lookup of a name, shared by all callers asking for
@@ -118,7 +110,7 @@ type shard struct {
 type flight struct {
 	done    chan struct{} // closed once res is set
 	res     entry         // written by the flight before done is closed; read-only after
-	waiters int           // callers waiting; guarded by the shard's mu
+	waiters int           // callers waiting; guarded by Resolver.mu
 	cancel  context.CancelFunc
 }
 
@@ -139,10 +131,10 @@ func New(o Options) (*Resolver, error) {
 		udp:        &dns.Client{Net: "udp", Timeout: o.Timeout},
 		tcp:        &dns.Client{Net: "tcp", Timeout: o.Timeout},
 		sem:        make(chan struct{}, o.MaxInFlight),
-		seed:       maphash.MakeSeed(),
 		now:        time.Now,
+		cache:      newLRU(o.CacheSize),
+		flights:    make(map[string]*flight),
 	}
-	r.shards = newShards(o.CacheSize, shardCount(o.CacheSize))
 	return r, nil
 }
 
@@ -199,37 +191,6 @@ func systemServers() []string {
 	return out
 }
 
-// shardCount splits big caches so that concurrent hits rarely share a mutex
-// (see docs/resolver.md for the measurement), and keeps small caches whole so
-// that their eviction order is exact LRU.
-func shardCount(cacheSize int) int {
-	const maxShards, minPerShard = 16, 1024
-	n := 1
-	for n < maxShards && cacheSize/(2*n) >= minPerShard {
-		n *= 2
-	}
-	return n
-}
-
-func newShards(cacheSize, n int) []*shard {
-	shards := make([]*shard, n)
-	for i := range shards {
-		size := cacheSize / n
-		if i < cacheSize%n {
-			size++
-		}
-		shards[i] = &shard{cache: newLRU(size), flights: make(map[string]*flight)}
-	}
-	return shards
-}
-
-func (r *Resolver) shardFor(key string) *shard {
-	if len(r.shards) == 1 {
-		return r.shards[0]
-	}
-	return r.shards[maphash.String(r.seed, key)%uint64(len(r.shards))]
-}
-
 // LookupNetIP returns the IPv4 then the IPv6 addresses of host. An IP
 // literal is returned as is. Errors are *net.DNSError values that unwrap to
 // ErrNotFound, ErrServerFailure, ErrTimeout or ctx's error.
@@ -238,29 +199,32 @@ func (r *Resolver) shardFor(key string) *shard {
 // goes on, and its answer is cached.
 func (r *Resolver) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, error) {
 	r.stats.lookups.Add(1)
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{ip}, nil
+	if mayBeIPLiteral(host) {
+		if ip, err := netip.ParseAddr(host); err == nil {
+			return []netip.Addr{ip}, nil
+		}
 	}
-	key, ok := cacheKey(host)
-	if !ok {
-		r.stats.errors.Add(1)
-		return nil, failNotFound.forHost(host)
-	}
-
-	sh := r.shardFor(key)
-	sh.mu.Lock()
-	n, cached := sh.cache.get(key)
+	key := cacheKey(host)
+	r.mu.Lock()
+	n, cached := r.cache.get(key)
 	if cached && r.now().Before(n.val.expires) {
 		e := n.val
-		sh.mu.Unlock()
+		r.mu.Unlock()
 		return r.fromCache(host, e)
 	}
-	f, joined := sh.flights[key]
+	f, joined := r.flights[key]
 	if !joined {
-		f = r.startFlight(sh, key)
+		// Checked here, not before the cache: only valid names are cached,
+		// and hits need not pay for the check.
+		if !validName(key) {
+			r.mu.Unlock()
+			r.stats.errors.Add(1)
+			return nil, failNotFound.forHost(host)
+		}
+		f = r.startFlight(key)
 	}
 	f.waiters++
-	sh.mu.Unlock()
+	r.mu.Unlock()
 
 	switch {
 	case joined:
@@ -271,20 +235,32 @@ func (r *Resolver) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, 
 	default:
 		r.stats.misses.Add(1)
 	}
-	return r.wait(ctx, host, sh, key, f)
+	return r.wait(ctx, host, key, f)
 }
 
-// cacheKey is the canonical form of a host name (lower case, no final dot),
-// or false when it cannot be a DNS name.
-func cacheKey(host string) (string, bool) {
-	key := strings.ToLower(strings.TrimSuffix(host, "."))
+// mayBeIPLiteral is a cheap test that spares host names a failing (and
+// allocating) netip.ParseAddr: an IPv4 literal ends in a digit, which no top
+// level domain does, and an IPv6 literal has a colon.
+func mayBeIPLiteral(host string) bool {
+	if host == "" {
+		return false
+	}
+	last := host[len(host)-1]
+	return '0' <= last && last <= '9' || strings.IndexByte(host, ':') >= 0
+}
+
+// cacheKey is the canonical form of a host name: lower case, no final dot.
+func cacheKey(host string) string {
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+// validName reports whether key can be looked up in the DNS.
+func validName(key string) bool {
 	if key == "" || len(key) > 253 || strings.HasPrefix(key, ".") {
-		return "", false
+		return false
 	}
-	if _, ok := dns.IsDomainName(key); !ok {
-		return "", false
-	}
-	return key, true
+	_, ok := dns.IsDomainName(key)
+	return ok
 }
 
 func (r *Resolver) fromCache(host string, e entry) ([]netip.Addr, error) {
@@ -297,56 +273,65 @@ func (r *Resolver) fromCache(host string, e entry) ([]netip.Addr, error) {
 	return slices.Clone(e.addrs), nil // callers may sort or trim their copy
 }
 
-// startFlight registers a lookup of key and starts it. The caller holds sh.mu.
-func (r *Resolver) startFlight(sh *shard, key string) *flight {
+// startFlight registers a lookup of key and starts it. The caller holds r.mu.
+func (r *Resolver) startFlight(key string) *flight {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &flight{done: make(chan struct{}), cancel: cancel}
-	sh.flights[key] = f
-	go r.fly(ctx, sh, key, f)
+	r.flights[key] = f
+	go r.fly(ctx, key, f)
 	return f
 }
 
-// fly runs a flight: resolve without any lock, then, under sh.mu, cache the
+// fly runs a flight: resolve without any lock, then, under r.mu, cache the
 // result and retire the flight in one step.
-func (r *Resolver) fly(ctx context.Context, sh *shard, key string, f *flight) {
+func (r *Resolver) fly(ctx context.Context, key string, f *flight) {
 	defer f.cancel()
 	res, keep := r.resolve(ctx, key)
-	sh.mu.Lock()
-	if sh.flights[key] == f { // an abandoned flight may have been replaced
-		delete(sh.flights, key)
+	r.mu.Lock()
+	if r.flights[key] == f { // an abandoned flight may have been replaced
+		delete(r.flights, key)
 	}
 	if keep {
-		sh.cache.put(key, res)
+		r.cache.put(key, res)
 	}
-	sh.mu.Unlock()
+	r.mu.Unlock()
 	f.res = res
 	close(f.done)
 }
 
 // wait blocks until f is done or ctx ends. The last caller to give up
 // cancels the flight, so that abandoned lookups free their sockets.
-func (r *Resolver) wait(ctx context.Context, host string, sh *shard, key string, f *flight) ([]netip.Addr, error) {
+func (r *Resolver) wait(ctx context.Context, host, key string, f *flight) ([]netip.Addr, error) {
 	select {
 	case <-f.done:
-		if f.res.fail != nil {
-			r.stats.errors.Add(1)
-			return nil, f.res.fail.forHost(host)
-		}
-		return slices.Clone(f.res.addrs), nil
+		return r.flightResult(host, f)
 	case <-ctx.Done():
 	}
-	sh.mu.Lock()
+	select {
+	case <-f.done: // both ready: the answer is worth more than the error
+		return r.flightResult(host, f)
+	default:
+	}
+	r.mu.Lock()
 	f.waiters--
 	last := f.waiters == 0
-	if last && sh.flights[key] == f {
-		delete(sh.flights, key) // the next caller starts afresh
+	if last && r.flights[key] == f {
+		delete(r.flights, key) // the next caller starts afresh
 	}
-	sh.mu.Unlock()
+	r.mu.Unlock()
 	if last {
 		f.cancel()
 	}
 	r.stats.errors.Add(1)
 	return nil, ctxError(host, ctx.Err())
+}
+
+func (r *Resolver) flightResult(host string, f *flight) ([]netip.Addr, error) {
+	if f.res.fail != nil {
+		r.stats.errors.Add(1)
+		return nil, f.res.fail.forHost(host)
+	}
+	return slices.Clone(f.res.addrs), nil
 }
 
 // resolve looks key up on the network: A and AAAA in parallel. keep is false
@@ -430,10 +415,8 @@ func minKnown(a, b answer) time.Duration {
 // Stats returns a snapshot of the counters.
 func (r *Resolver) Stats() Stats {
 	s := r.stats.snapshot()
-	for _, sh := range r.shards {
-		sh.mu.Lock()
-		s.Entries += sh.cache.len()
-		sh.mu.Unlock()
-	}
+	r.mu.Lock()
+	s.Entries = r.cache.len()
+	r.mu.Unlock()
 	return s
 }

@@ -278,6 +278,22 @@ func TestManyNamesInFlightAtOnce(t *testing.T) {
 	}
 }
 
+func TestMaxInFlight(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	s := startDNS(t, func(string) time.Duration { return delay })
+	r, _ := newTest(t, s, func(o *Options) { o.MaxInFlight = 2 })
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i := range 6 {
+		wg.Go(func() { lookup(t, r, fmt.Sprintf("m%d.test", i)) })
+	}
+	wg.Wait()
+	// 6 names, 2 at a time: 3 rounds.
+	if took := time.Since(begin); took < 3*delay-10*time.Millisecond {
+		t.Errorf("took %v: more than MaxInFlight lookups ran at once", took)
+	}
+}
+
 func TestLRUEvictionOrder(t *testing.T) {
 	s := startDNS(t, nil)
 	r, _ := newTest(t, s, func(o *Options) { o.CacheSize = 3 })
@@ -285,14 +301,14 @@ func TestLRUEvictionOrder(t *testing.T) {
 		lookup(t, r, h)
 	}
 	// a was used after b and c, so d's arrival evicted b, the least recent.
-	if got, want := r.shards[0].cache.keys(), []string{"d.test", "a.test", "c.test"}; !slices.Equal(got, want) {
+	if got, want := r.cache.keys(), []string{"d.test", "a.test", "c.test"}; !slices.Equal(got, want) {
 		t.Fatalf("cache order %v, want %v", got, want)
 	}
 	lookup(t, r, "a.test")
 	lookup(t, r, "b.test") // evicts c
 	wantQueries(t, s, "a.test", 1)
 	wantQueries(t, s, "b.test", 2)
-	if got, want := r.shards[0].cache.keys(), []string{"b.test", "a.test", "d.test"}; !slices.Equal(got, want) {
+	if got, want := r.cache.keys(), []string{"b.test", "a.test", "d.test"}; !slices.Equal(got, want) {
 		t.Errorf("cache order %v, want %v", got, want)
 	}
 	if st := r.Stats(); st.Entries != 3 {
@@ -463,8 +479,8 @@ func TestNew(t *testing.T) {
 		r.timeout != DefaultTimeout || r.respectTTL || cap(r.sem) != DefaultMaxInFlight {
 		t.Errorf("zero options not defaulted: %+v", r)
 	}
-	if n := len(r.shards); n != 16 {
-		t.Errorf("default cache has %d shards, want 16", n)
+	if r.cache.capacity != DefaultCacheSize {
+		t.Errorf("cache size %d, want %d", r.cache.capacity, DefaultCacheSize)
 	}
 }
 
