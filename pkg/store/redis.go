@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +19,9 @@ import (
 // of a client-side Ring or one Cluster slot, and its Lua scripts (which only
 // touch keys of one partition) run there atomically:
 //
-//	<prefix>:{<prefix>:p7}:seen        hash format, buckets, count (seen set)
-//	<prefix>:{<prefix>:p7}:seen:<b>    sorted 8-byte big-endian fingerprints
-//	                                   whose top 16 bits are b (4 hex digits)
+//	<prefix>:{<prefix>:p7}:seen        hash format, depth, split, count
+//	<prefix>:{<prefix>:p7}:seen:<d>:<i> sorted 8-byte big-endian fingerprints
+//	                                   whose top d bits are i (redis_seen.go)
 //	<prefix>:{<prefix>:p7}:hosts       set of hosts with a queue or a task in flight
 //	<prefix>:{<prefix>:p7}:q:<host>    list of JSON Queued, head first
 //	<prefix>:{<prefix>:p7}:inflight    hash host -> JSON InFlight
@@ -36,6 +37,7 @@ type Redis struct {
 	prefix string
 	bad    error // invalid prefix, reported by every call
 	closed atomic.Bool
+	geoms  sync.Map // partition -> seenGeom, the seen set's bucket geometry as last seen
 }
 
 var _ Store = (*Redis)(nil)

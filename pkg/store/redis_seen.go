@@ -12,160 +12,237 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Redis seen set of a partition is seenBuckets strings, bucket b holding
-// the sorted array of the partition's 8-byte big-endian fingerprints whose top
-// seenBucketBits bits are b, plus one hash with the layout and the count:
+// The Redis seen set of a partition is a set of buckets, each one Redis
+// string holding a sorted array of 8-byte big-endian fingerprints, plus a
+// hash with the layout version, the bucket geometry and the count:
 //
-//	<base>:seen        hash format, buckets, count
-//	<base>:seen:<b>    string, b as 4 hex digits (0000..ffff)
+//	<base>:seen          hash format, depth, split, count
+//	<base>:seen:<d>:<i>  string: the fingerprints whose top d bits are i
 //
-// About 8 bytes per URL plus the allocator's rounding of each string and a
-// fixed cost per key (docs/store.md has the measurement). Membership is a
-// binary search and insertion a one-pass merge, both inside Lua scripts: one
-// script call per batch (up to seenChunk fingerprints), never a round trip per
-// URL, and all keys of a call share the partition's hash tag.
+// Buckets are addressed by linear hashing on the top bits: with geometry
+// (depth d, split s) a fingerprint whose top d bits are i lives in bucket
+// (d, i) if i >= s, else in bucket (d+1, its top d+1 bits). When the count
+// exceeds seenBucketFill per bucket, bucket (d, s) is split in two by the
+// next bit and s moves on (d grows when s reaches 2^d). So buckets hold
+// about seenBucketFill fingerprints whatever the partition's size: the fixed
+// cost of a key (~150 bytes) is spread over enough fingerprints to keep
+// under 10 bytes per URL, and a bucket stays small enough to be copied into
+// Lua and rewritten on every insertion (the cost of both grows with its
+// size). docs/store.md has the measurements behind this design.
+// Address order is numeric order, so Scan streams ascending fingerprints.
 //
-// The bucket count is part of the stored format: a partition written with
-// another one (or in the old layout, a Redis set) is refused with
-// ErrSeenFormat instead of being misread.
+// Membership is a binary search and insertion a one-pass merge, both in Lua
+// scripts: one script call per batch (up to seenChunk fingerprints), never a
+// round trip per URL. All keys of a call, including those of the splits it
+// may do, are computed by the caller from its copy of the geometry and
+// passed in KEYS (they share the partition's hash tag: Redis Cluster rule);
+// the script checks the geometry first and, if it moved, answers SEENSTALE
+// with the current one and the caller retries.
+//
+// A partition stored in another layout (format 1 was one Redis set of
+// fingerprints) is refused with ErrSeenFormat instead of being misread.
 const (
-	// seenFormat is the layout version (1 was a Redis set of fingerprints).
+	// seenFormat is the layout version, stored in the seen hash.
 	seenFormat = "2"
-	// seenBucketBits is log2 of seenBuckets: 65536 buckets keep a bucket
-	// around 4 KB at 30M fingerprints per partition (1e9 URLs over 32
-	// partitions) and 1.2 KB at 10M; see docs/store.md.
-	seenBucketBits = 16
-	seenBuckets    = 1 << seenBucketBits
+	// seenBucketFill is the average number of fingerprints per bucket above
+	// which Record splits: a bucket holds fill to 2*fill fingerprints before
+	// its split, fill/2 to fill after (0.5 to 2 KB for 128). It is not part
+	// of the layout: another value only changes when future splits happen.
+	seenBucketFill = 128
 )
 
 // seenChunk bounds the fingerprints of one script call; a larger batch is
-// several calls in one pipeline (one round trip), each atomic. A dedup batch
-// is far below it.
+// several calls in one pipeline, each atomic. A dedup batch is far below it.
 const seenChunk = 4096
 
 // scanBuckets is how many bucket GETs Scan pipelines per round trip.
 const scanBuckets = 1024
 
-func seenBucket(fp uint64) int { return int(fp >> (64 - seenBucketBits)) }
+// maxSeenAttempts bounds the rounds after SEENSTALE that make no progress:
+// the geometry only moves when a Record of the same partition splits, and
+// one owner at a time records into a partition.
+const maxSeenAttempts = 8
+
+// A Record declares len(batch)/seenBucketFill + seenSplitSlack split slots,
+// at most maxSplits: splits keep up with insertions, and catch up when they
+// lagged (after a batch above maxSplits*seenBucketFill fingerprints).
+const (
+	seenSplitSlack = 4
+	maxSplits      = 2048
+)
+
+// seenGeom is a partition's bucket geometry: depth d and split pointer s.
+type seenGeom struct{ depth, split int }
+
+// bucket returns the address (depth, index) of fingerprint fp's bucket.
+func (g seenGeom) bucket(fp uint64) (int, uint64) {
+	if i := top(fp, g.depth); i >= uint64(g.split) {
+		return g.depth, i
+	}
+	return g.depth + 1, top(fp, g.depth+1)
+}
+
+// next returns the geometry after one split.
+func (g seenGeom) next() seenGeom {
+	g.split++
+	if g.split == 1<<g.depth {
+		g.depth, g.split = g.depth+1, 0
+	}
+	return g
+}
+
+// buckets returns the number of buckets.
+func (g seenGeom) buckets() int { return 1<<g.depth + g.split }
+
+// top returns the top d bits of fp (0 for d = 0).
+func top(fp uint64, d int) uint64 { return fp >> (64 - d) }
 
 func (r *Redis) seenMetaKey(p int) string { return r.base(p) + ":seen" }
 
-// seenBucketKey is <base>:seen:<b> with b in fixed-width lowercase hex.
-func seenBucketKey(base string, b int) string {
-	const digits = "0123456789abcdef"
-	var buf [(seenBucketBits + 3) / 4]byte
-	for i := len(buf) - 1; i >= 0; i-- {
-		buf[i] = digits[b&15]
-		b >>= 4
-	}
-	return base + ":seen:" + string(buf[:])
+func seenBucketKey(base string, depth int, i uint64) string {
+	return base + ":seen:" + strconv.Itoa(depth) + ":" + strconv.FormatUint(i, 10)
 }
 
-// seenLua is shared by both scripts. KEYS[1] is the partition's seen hash,
-// KEYS[1+i] bucket i of the call; ARGV[1] and ARGV[2] the expected format and
-// bucket count, ARGV[2+i] bucket i's queried fingerprints: distinct, sorted,
-// 8 bytes each, big-endian.
+// geom returns the cached geometry of partition p ({0, 0} when unknown: a
+// stale guess costs one SEENSTALE answer).
+func (r *Redis) geom(p int) seenGeom {
+	if g, ok := r.geoms.Load(p); ok {
+		return g.(seenGeom)
+	}
+	return seenGeom{}
+}
+
+// seenLua is shared by both scripts. KEYS[1] is the partition's seen hash;
+// ARGV[1..3] are the format, depth and split the caller computed KEYS with,
+// ARGV[4] the number nb of buckets the call queries, KEYS[1+i] bucket i, and
+// its queried fingerprints (distinct, ascending, 8 bytes each) are ARGV[4+i]
+// for seenScript, ARGV[5+i] for recordScript (ARGV[5] is the fill).
 //
 // Fingerprints are compared as two 32-bit halves, which doubles hold
-// exactly. Not as 64-bit numbers (doubles round them), and not with Lua's
-// string "<" either: Lua 5.1 compares strings with strcoll, and Redis calls
-// setlocale(LC_COLLATE, ""), so a server started under a UTF-8 locale would
-// not order binary strings bytewise.
+// exactly: not as numbers (doubles round 64 bits), and not with Lua's string
+// "<" either, which is strcoll: Redis calls setlocale(LC_COLLATE, ""), so
+// under a UTF-8 locale binary strings would not sort bytewise.
 const seenLua = `
-local byte, sub, floor = string.byte, string.sub, math.floor
+local byte, sub = string.byte, string.sub
 
-local function u32(s, i)
-  local a, b, c, d = byte(s, i, i + 3)
-  return ((a * 256 + b) * 256 + c) * 256 + d
+local function halves(s, o)
+  local a, b, c, d, e, f, g, h = byte(s, o, o + 7)
+  return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
 end
 
--- first entry (0-based) in [lo, n) of the sorted array s not below (h, l)
+-- first entry (0-based) in [lo, n) of the sorted bucket s not below (h, l)
 local function lower(s, lo, n, h, l)
   local hi = n
   while lo < hi do
-    local m = floor((lo + hi) / 2)
-    local o = 8 * m + 1
-    local mh = u32(s, o)
-    if mh < h or (mh == h and u32(s, o + 4) < l) then lo = m + 1 else hi = m end
+    local m = (lo + hi) / 2
+    m = m - m % 1
+    local mh, ml = halves(s, 8 * m + 1)
+    if mh < h or (mh == h and ml < l) then lo = m + 1 else hi = m end
   end
   return lo
 end
 
-local function at(s, m, n, h, l)
+local function has(s, m, n, h, l)
   if m >= n then return false end
-  local o = 8 * m + 1
-  return u32(s, o) == h and u32(s, o + 4) == l
+  local mh, ml = halves(s, 8 * m + 1)
+  return mh == h and ml == l
 end
 
--- nil when the partition's layout is ours (or new: then write declares it)
-local function badformat(write)
-  local f = redis.pcall('HMGET', KEYS[1], 'format', 'buckets')
+-- nil if the layout is ours and the geometry the caller's; a write to a new
+-- partition declares the layout
+local function check(write)
+  local f = redis.pcall('HMGET', KEYS[1], 'format', 'depth', 'split')
   if f.err then
     return redis.error_reply('SEENFORMAT ' .. KEYS[1] .. ' is a Redis ' .. redis.call('TYPE', KEYS[1]).ok)
   end
   if not f[1] then
-    if write then redis.call('HSET', KEYS[1], 'format', ARGV[1], 'buckets', ARGV[2]) end
+    if ARGV[2] ~= '0' or ARGV[3] ~= '0' then return redis.error_reply('SEENSTALE 0 0') end
+    if write then redis.call('HSET', KEYS[1], 'format', ARGV[1], 'depth', 0, 'split', 0) end
     return nil
   end
-  if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] then
-    return redis.error_reply('SEENFORMAT ' .. KEYS[1] .. ' has format ' .. tostring(f[1]) ..
-      ' with ' .. tostring(f[2]) .. ' buckets')
+  if f[1] ~= ARGV[1] then
+    return redis.error_reply('SEENFORMAT ' .. KEYS[1] .. ' has format ' .. f[1])
+  end
+  if f[2] ~= ARGV[2] or f[3] ~= ARGV[3] then
+    return redis.error_reply('SEENSTALE ' .. tostring(f[2]) .. ' ' .. tostring(f[3]))
   end
   return nil
 end
 
-local function bucket(i)
-  local s = redis.call('GET', KEYS[i]) or ''
-  if #s % 8 ~= 0 then
-    return nil, redis.error_reply('ERR corrupt seen bucket ' .. KEYS[i] .. ': ' .. #s .. ' bytes')
+-- table.concat(t, '', 1, n) in groups: the Lua of miniredis (used by tests
+-- without a Redis) overflows its registry on long tables
+local function cat(t, n)
+  if n <= 1000 then return table.concat(t, '', 1, n) end
+  local g, k = {}, 0
+  for i = 1, n, 1000 do
+    k = k + 1
+    g[k] = table.concat(t, '', i, math.min(i + 999, n))
   end
-  return s
+  return table.concat(g, '', 1, k)
+end
+
+-- the queried buckets, in one MGET (a redis.call costs microseconds)
+local function buckets(nb)
+  local got = redis.call('MGET', unpack(KEYS, 2, 1 + nb))
+  for i = 1, nb do
+    local s = got[i] or ''
+    if #s % 8 ~= 0 then
+      return nil, redis.error_reply('ERR corrupt seen bucket ' .. KEYS[1 + i] .. ': ' .. #s .. ' bytes')
+    end
+    got[i] = s
+  end
+  return got
 end
 `
 
 // seenScript returns one byte per queried fingerprint, '1' if present, in
 // the order of the call's arguments.
 var seenScript = redis.NewScript(seenLua + `
-local bad = badformat(false)
+local bad = check(false)
 if bad then return bad end
+local nb = tonumber(ARGV[4])
+local got, err = buckets(nb)
+if err then return err end
 local out, k = {}, 0
-for i = 2, #KEYS do
-  local s, err = bucket(i)
-  if err then return err end
-  local q = ARGV[i + 1]
+for i = 1, nb do
+  local s, q = got[i], ARGV[4 + i]
   local n, m = #s / 8, 0
   for j = 1, #q, 8 do
-    local h, l = u32(q, j), u32(q, j + 4)
+    local h, l = halves(q, j)
     m = lower(s, m, n, h, l)
     k = k + 1
-    if at(s, m, n, h, l) then out[k] = '1' else out[k] = '0' end
+    if has(s, m, n, h, l) then out[k] = '1' else out[k] = '0' end
   end
 end
-return table.concat(out)
+return cat(out, k)
 `)
 
 // recordScript merges each bucket's new fingerprints into it in one pass
-// and SETs it back (an exact-size string: SETRANGE/APPEND would leave
-// preallocated slack). Buckets are all read and checked before anything is
-// written. Returns the number of fingerprints added, also added to count.
+// and writes it back with MSET: exact-size strings (SETRANGE and APPEND
+// would leave preallocated slack). All buckets are read (one MGET) and
+// checked before anything is written. Then it splits while the count is
+// above ARGV[5] per bucket, using the split slots the caller declared:
+// KEYS[2+nb+3(j-1) ..] = bucket (d, s) and its two halves, ARGV[5+nb+j] = the
+// first fingerprint of the upper half. Returns {added, depth, split}.
 var recordScript = redis.NewScript(seenLua + `
-local bad = badformat(true)
+local bad = check(true)
 if bad then return bad end
-local olds = {}
-for i = 2, #KEYS do
-  local s, err = bucket(i)
-  if err then return err end
-  olds[i] = s
+local nb, fill = tonumber(ARGV[4]), tonumber(ARGV[5])
+local got, err = buckets(nb)
+if err then return err end
+local added, set, ns = 0, {}, 0
+local function flush()
+  if ns > 0 then redis.call('MSET', unpack(set, 1, ns)) end
+  ns = 0
 end
-local added = 0
-for i = 2, #KEYS do
-  local s, q = olds[i], ARGV[i + 1]
+for i = 1, nb do
+  local s, q = got[i], ARGV[5 + i]
   local n, m, from = #s / 8, 0, 1
   local parts, np = {}, 0
   for j = 1, #q, 8 do
-    local h, l = u32(q, j), u32(q, j + 4)
+    local h, l = halves(q, j)
     m = lower(s, m, n, h, l)
-    if not at(s, m, n, h, l) then
+    if not has(s, m, n, h, l) then
       local o = 8 * m + 1
       parts[np + 1] = sub(s, from, o - 1)
       parts[np + 2] = sub(q, j, j + 7)
@@ -175,63 +252,115 @@ for i = 2, #KEYS do
   end
   if np > 0 then
     parts[np + 1] = sub(s, from)
-    redis.call('SET', KEYS[i], table.concat(parts))
+    set[ns + 1], set[ns + 2] = KEYS[1 + i], cat(parts, np + 1)
+    ns = ns + 2
     added = added + np / 2
+    if ns >= 2000 then flush() end -- unpack's stack limit is 8000
   end
 end
-if added > 0 then redis.call('HINCRBY', KEYS[1], 'count', added) end
-return added
+flush()
+local count
+if added > 0 then
+  count = redis.call('HINCRBY', KEYS[1], 'count', added)
+else
+  count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+end
+local depth, split = tonumber(ARGV[2]), tonumber(ARGV[3])
+local k0, a0 = 1 + nb, 5 + nb
+for j = 1, (#KEYS - k0) / 3 do
+  if count <= fill * (2 ^ depth + split) then break end
+  local kb = k0 + 3 * (j - 1)
+  local s = redis.call('GET', KEYS[kb + 1]) or ''
+  local n = #s / 8
+  local h, l = halves(ARGV[a0 + j], 1)
+  local m = lower(s, 0, n, h, l)
+  if m > 0 then redis.call('SET', KEYS[kb + 2], sub(s, 1, 8 * m)) end
+  if m < n then redis.call('SET', KEYS[kb + 3], sub(s, 8 * m + 1)) end
+  redis.call('DEL', KEYS[kb + 1])
+  split = split + 1
+  if split == 2 ^ depth then depth, split = depth + 1, 0 end
+end
+if depth ~= tonumber(ARGV[2]) or split ~= tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[1], 'depth', depth, 'split', split)
+end
+return {added, depth, split}
 `)
 
-// seenCall is one script call: the seen hash and bucket keys, and the
-// format, bucket count and per-bucket fingerprint strings.
+// seenCall is one script call over fingerprints uniq[lo:hi].
 type seenCall struct {
-	keys []string
-	args []any
-	n    int // fingerprints in the call
+	keys   []string
+	args   []any
+	lo, hi int
 }
 
-// seenCalls groups sorted distinct fingerprints by bucket into calls of at
-// most seenChunk fingerprints (a bucket may straddle two calls).
-func (r *Redis) seenCalls(p int, uniq []uint64) []seenCall {
-	base, meta := r.base(p), r.seenMetaKey(p)
-	buf := make([]byte, 8*len(uniq))
-	for i, fp := range uniq {
-		binary.BigEndian.PutUint64(buf[8*i:], fp)
+// seenCalls groups sorted distinct fingerprints by bucket under geometry g
+// into calls of at most seenChunk fingerprints (a bucket may straddle two
+// calls). With write, the last call declares the split slots for the whole
+// batch (enough to keep up with what it adds, plus a few to catch up), so
+// that all calls of one pipeline run under the same geometry.
+func (r *Redis) seenCalls(p int, g seenGeom, uniq []uint64, write bool) []seenCall {
+	base := r.base(p)
+	head := func() seenCall {
+		return seenCall{keys: []string{r.seenMetaKey(p)}, args: []any{seenFormat, g.depth, g.split, 0}}
 	}
 	var calls []seenCall
-	for i := 0; i < len(uniq); {
-		if len(calls) == 0 || calls[len(calls)-1].n == seenChunk {
-			calls = append(calls, seenCall{
-				keys: []string{meta},
-				args: []any{seenFormat, seenBuckets},
-			})
+	for lo := 0; lo < len(uniq); {
+		c := head()
+		c.lo = lo
+		var fill []any
+		if write {
+			c.args = append(c.args, seenBucketFill)
 		}
-		c := &calls[len(calls)-1]
-		b := seenBucket(uniq[i])
-		j := i + 1
-		for j < len(uniq) && seenBucket(uniq[j]) == b && c.n+j-i < seenChunk {
-			j++
+		for i := lo; i < len(uniq) && i-lo < seenChunk; {
+			d, b := g.bucket(uniq[i])
+			j := i + 1
+			for j < len(uniq) && j-lo < seenChunk {
+				if d2, b2 := g.bucket(uniq[j]); d2 != d || b2 != b {
+					break
+				}
+				j++
+			}
+			c.keys = append(c.keys, seenBucketKey(base, d, b))
+			fill = append(fill, be64s(uniq[i:j]))
+			i = j
+			c.hi = j
 		}
-		c.keys = append(c.keys, seenBucketKey(base, b))
-		c.args = append(c.args, buf[8*i:8*j])
-		c.n += j - i
-		i = j
+		c.args[3] = len(fill)
+		c.args = append(c.args, fill...)
+		if write && c.hi == len(uniq) {
+			sg := g
+			for range min(len(uniq)/seenBucketFill+seenSplitSlack, maxSplits) {
+				d, s := sg.depth, uint64(sg.split)
+				c.keys = append(c.keys, seenBucketKey(base, d, s), seenBucketKey(base, d+1, 2*s), seenBucketKey(base, d+1, 2*s+1))
+				c.args = append(c.args, be64s([]uint64{(2*s + 1) << (63 - d)}))
+				sg = sg.next()
+			}
+		}
+		calls = append(calls, c)
+		lo = c.hi
 	}
 	return calls
 }
 
+// be64s concatenates fingerprints as 8-byte big-endian strings.
+func be64s(fps []uint64) []byte {
+	out := make([]byte, 8*len(fps))
+	for i, fp := range fps {
+		binary.BigEndian.PutUint64(out[8*i:], fp)
+	}
+	return out
+}
+
 // runSeen runs script once per call: a lone call with Run (EVALSHA, EVAL
 // if the script is not cached), several in one pipeline of EVALSHAs, then
-// any NOSCRIPT one again with Run. Replaying a call is harmless: a NOSCRIPT
-// call did nothing, and both scripts are idempotent anyway.
+// any NOSCRIPT one again with Run (such a call did nothing).
 func (r *Redis) runSeen(ctx context.Context, script *redis.Script, calls []seenCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 1 {
 		cmds[0] = script.Run(ctx, r.c, calls[0].keys, calls[0].args...)
 		return cmds
 	}
-	// Errors are per command; they are checked by the caller.
+	// Errors are per command; the caller checks them.
 	_, _ = r.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range calls {
 			cmds[i] = script.EvalSha(ctx, pipe, c.keys, c.args...)
@@ -246,6 +375,60 @@ func (r *Redis) runSeen(ctx context.Context, script *redis.Script, calls []seenC
 	return cmds
 }
 
+// seenRun runs script over the sorted distinct fingerprints, retrying the
+// calls answered SEENSTALE with the geometry they report, and passes each
+// successful call's reply to done.
+func (r *Redis) seenRun(ctx context.Context, p int, op string, script *redis.Script, uniq []uint64, done func(c seenCall, reply any) error) error {
+	pending := [][2]int{{0, len(uniq)}} // index ranges of uniq still to do
+	for stuck := 0; len(pending) > 0; {
+		if stuck++; stuck > maxSeenAttempts {
+			return fmt.Errorf("store: %s in %s: bucket geometry keeps moving (another writer?)", op, r.base(p))
+		}
+		g := r.geom(p)
+		var calls []seenCall
+		for _, rg := range pending {
+			for _, c := range r.seenCalls(p, g, uniq[rg[0]:rg[1]], script == recordScript) {
+				c.lo, c.hi = c.lo+rg[0], c.hi+rg[0]
+				calls = append(calls, c)
+			}
+		}
+		pending = pending[:0]
+		for i, cmd := range r.runSeen(ctx, script, calls) {
+			reply, err := cmd.Result()
+			if redis.HasErrorPrefix(err, "SEENSTALE ") {
+				ng, perr := parseGeom(err.Error())
+				if perr != nil {
+					return fmt.Errorf("store: %s in %s: %w", op, r.base(p), perr)
+				}
+				r.geoms.Store(p, ng)
+				pending = append(pending, [2]int{calls[i].lo, calls[i].hi})
+				continue
+			}
+			if err != nil {
+				return r.seenErr(p, op, err)
+			}
+			if err := done(calls[i], reply); err != nil {
+				return err
+			}
+			stuck = 0
+		}
+	}
+	return nil
+}
+
+// parseGeom reads "SEENSTALE <depth> <split>".
+func parseGeom(msg string) (seenGeom, error) {
+	f := strings.Fields(msg[strings.Index(msg, "SEENSTALE "):])
+	if len(f) == 3 {
+		d, err1 := strconv.Atoi(f[1])
+		s, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && d >= 0 && d < 64 && s >= 0 && s < 1<<d {
+			return seenGeom{d, s}, nil
+		}
+	}
+	return seenGeom{}, fmt.Errorf("corrupt seen geometry: %q", msg)
+}
+
 // Seen runs the membership script on the batch's distinct fingerprints.
 func (r *Redis) Seen(ctx context.Context, p int, fps []uint64) ([]bool, error) {
 	if err := r.check(ctx, p); err != nil {
@@ -256,19 +439,19 @@ func (r *Redis) Seen(ctx context.Context, p int, fps []uint64) ([]bool, error) {
 		return out, nil
 	}
 	uniq := sortedDistinct(fps)
-	calls := r.seenCalls(p, uniq)
-	found := make([]bool, 0, len(uniq))
-	for i, c := range r.runSeen(ctx, seenScript, calls) {
-		res, err := c.Text()
-		if err != nil {
-			return nil, r.seenErr(p, "seen", err)
-		}
-		if len(res) != calls[i].n {
-			return nil, fmt.Errorf("store: seen in %s: %d answers for %d fingerprints", r.base(p), len(res), calls[i].n)
+	found := make([]bool, len(uniq))
+	err := r.seenRun(ctx, p, "seen", seenScript, uniq, func(c seenCall, reply any) error {
+		res, _ := reply.(string)
+		if len(res) != c.hi-c.lo {
+			return fmt.Errorf("store: seen in %s: %d answers for %d fingerprints", r.base(p), len(res), c.hi-c.lo)
 		}
 		for j := range len(res) {
-			found = append(found, res[j] == '1')
+			found[c.lo+j] = res[j] == '1'
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for i, fp := range fps {
 		k, _ := slices.BinarySearch(uniq, fp)
@@ -285,12 +468,58 @@ func (r *Redis) Record(ctx context.Context, p int, fps []uint64) error {
 	if len(fps) == 0 {
 		return nil
 	}
-	for _, c := range r.runSeen(ctx, recordScript, r.seenCalls(p, sortedDistinct(fps))) {
-		if err := c.Err(); err != nil {
-			return r.seenErr(p, "record", err)
+	return r.seenRun(ctx, p, "record", recordScript, sortedDistinct(fps), func(_ seenCall, reply any) error {
+		if v, _ := reply.([]any); len(v) == 3 {
+			d, ok1 := v[1].(int64)
+			s, ok2 := v[2].(int64)
+			if ok1 && ok2 {
+				r.geoms.Store(p, seenGeom{int(d), int(s)})
+				return nil
+			}
+		}
+		return fmt.Errorf("store: record in %s: bad script reply %v", r.base(p), reply)
+	})
+}
+
+// seenState is what the seen hash says.
+type seenState struct {
+	geom  seenGeom
+	count int64
+}
+
+// seenState checks partition p's seen-set format and reads its geometry and
+// count (zero for a partition that never recorded).
+func (r *Redis) seenState(ctx context.Context, p int) (seenState, error) {
+	meta := r.seenMetaKey(p)
+	v, err := r.c.HMGet(ctx, meta, "format", "depth", "split", "count").Result()
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		typ, err := r.c.Type(ctx, meta).Result()
+		if err != nil {
+			return seenState{}, redisErr(err)
+		}
+		return seenState{}, r.formatErr(p, meta+" is a Redis "+typ)
+	}
+	if err != nil {
+		return seenState{}, redisErr(err)
+	}
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	if str(0) == "" {
+		return seenState{}, nil
+	}
+	if str(0) != seenFormat {
+		return seenState{}, r.formatErr(p, meta+" has format "+str(0))
+	}
+	var st seenState
+	if st.geom, err = parseGeom("SEENSTALE " + str(1) + " " + str(2)); err != nil {
+		return seenState{}, fmt.Errorf("store: %s: %w", meta, err)
+	}
+	if c := str(3); c != "" {
+		if st.count, err = strconv.ParseInt(c, 10, 64); err != nil {
+			return seenState{}, fmt.Errorf("store: corrupt counter in %s: %w", meta, err)
 		}
 	}
-	return nil
+	r.geoms.Store(p, st.geom)
+	return st, nil
 }
 
 // Count reads the counter the record script keeps.
@@ -298,60 +527,36 @@ func (r *Redis) Count(ctx context.Context, p int) (int64, error) {
 	if err := r.check(ctx, p); err != nil {
 		return 0, err
 	}
-	return r.seenCount(ctx, p)
+	st, err := r.seenState(ctx, p)
+	return st.count, err
 }
 
-// seenCount checks partition p's seen-set format and returns its count.
-func (r *Redis) seenCount(ctx context.Context, p int) (int64, error) {
-	meta := r.seenMetaKey(p)
-	v, err := r.c.HMGet(ctx, meta, "format", "buckets", "count").Result()
-	if redis.HasErrorPrefix(err, "WRONGTYPE") {
-		typ, err := r.c.Type(ctx, meta).Result()
-		if err != nil {
-			return 0, redisErr(err)
-		}
-		return 0, r.formatErr(p, meta+" is a Redis "+typ)
-	}
-	if err != nil {
-		return 0, redisErr(err)
-	}
-	format, _ := v[0].(string)
-	buckets, _ := v[1].(string)
-	count, _ := v[2].(string)
-	if format == "" {
-		return 0, nil // never recorded
-	}
-	if format != seenFormat || buckets != strconv.Itoa(seenBuckets) {
-		return 0, r.formatErr(p, fmt.Sprintf("%s has format %s with %s buckets", meta, format, buckets))
-	}
-	if count == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(count, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("store: corrupt counter in %s: %w", meta, err)
-	}
-	return n, nil
-}
-
-// Scan GETs the buckets in order, scanBuckets per pipeline; buckets are
-// sorted and ordered by their top bits, so the stream is ascending.
+// Scan GETs the buckets in address order, scanBuckets per pipeline; each is
+// sorted and address order is numeric order, so the stream is ascending.
 func (r *Redis) Scan(ctx context.Context, p int, fn func(fps []uint64) error) error {
 	if err := r.check(ctx, p); err != nil {
 		return err
 	}
-	n, err := r.seenCount(ctx, p)
-	if err != nil || n == 0 {
+	st, err := r.seenState(ctx, p)
+	if err != nil || st.count == 0 {
 		return err
 	}
-	base := r.base(p)
+	base, g := r.base(p), st.geom
+	var keys []string
+	for i := range uint64(1) << g.depth {
+		if i < uint64(g.split) {
+			keys = append(keys, seenBucketKey(base, g.depth+1, 2*i), seenBucketKey(base, g.depth+1, 2*i+1))
+		} else {
+			keys = append(keys, seenBucketKey(base, g.depth, i))
+		}
+	}
 	chunk := make([]uint64, 0, scanChunk)
 	cmds := make([]*redis.StringCmd, 0, scanBuckets)
-	for b0 := 0; b0 < seenBuckets; b0 += scanBuckets {
+	for k0 := 0; k0 < len(keys); k0 += scanBuckets {
 		cmds = cmds[:0]
 		err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for b := b0; b < min(b0+scanBuckets, seenBuckets); b++ {
-				cmds = append(cmds, pipe.Get(ctx, seenBucketKey(base, b)))
+			for _, k := range keys[k0:min(k0+scanBuckets, len(keys))] {
+				cmds = append(cmds, pipe.Get(ctx, k))
 			}
 			return nil
 		})
@@ -367,7 +572,7 @@ func (r *Redis) Scan(ctx context.Context, p int, fn func(fps []uint64) error) er
 				return redisErr(err)
 			}
 			if len(v)%8 != 0 {
-				return fmt.Errorf("store: corrupt seen bucket %s: %d bytes", seenBucketKey(base, b0+i), len(v))
+				return fmt.Errorf("store: corrupt seen bucket %s: %d bytes", keys[k0+i], len(v))
 			}
 			for o := 0; o < len(v); o += 8 {
 				chunk = append(chunk, binary.BigEndian.Uint64(v[o:]))
@@ -396,7 +601,7 @@ func (r *Redis) seenErr(p int, op string, err error) error {
 }
 
 func (r *Redis) formatErr(p int, found string) error {
-	return fmt.Errorf("%w: partition %d: %s, but this build reads format %s with %d buckets; "+
+	return fmt.Errorf("%w: partition %d: %s, but this build reads format %s; "+
 		"the layout is part of a crawl's stored state: start a new crawl (another --prefix) or delete that partition's seen keys",
-		ErrSeenFormat, p, found, seenFormat, seenBuckets)
+		ErrSeenFormat, p, found, seenFormat)
 }

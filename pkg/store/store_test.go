@@ -8,11 +8,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
 
@@ -50,6 +52,13 @@ func TestBolt(t *testing.T) { runSuite(t, boltBackend) }
 
 func TestRedis(t *testing.T) {
 	runSuite(t, redisBackend([]string{redisAddr(t)}))
+}
+
+// TestMiniredis runs the suite on an in-process miniredis: the fallback of
+// the Redis tests when no Redis answers, and its Lua (gopher-lua) is not
+// Redis's.
+func TestMiniredis(t *testing.T) {
+	runSuite(t, redisBackend([]string{miniredis.RunT(t).Addr()}))
 }
 
 // TestRing runs the suite on a client-side Ring of two throwaway Redis
@@ -643,8 +652,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 	for key, typ := range map[string]string{
 		pre + ":{" + pre + ":p7}:seen":        "hash",
-		pre + ":{" + pre + ":p7}:seen:0000":   "string",
-		pre + ":{" + pre + ":p7}:seen:abcd":   "string",
+		pre + ":{" + pre + ":p7}:seen:0:0":    "string",
 		pre + ":{" + pre + ":p7}:hosts":       "set",
 		pre + ":{" + pre + ":p7}:q:a.example": "list",
 		pre + ":{" + pre + ":p7}:inflight":    "hash",
@@ -655,16 +663,32 @@ func TestRedisKeyLayout(t *testing.T) {
 			t.Errorf("TYPE %s = %q, want %q", key, got, typ)
 		}
 	}
-	base := pre + ":{" + pre + ":p7}:seen"
-	if got := s.c.HGetAll(ctx, base).Val(); dump(got) != dump(map[string]string{"format": "2", "buckets": "65536", "count": "3"}) {
-		t.Errorf("HGETALL %s = %v", base, got)
+	seen := pre + ":{" + pre + ":p7}:seen"
+	wantHash := map[string]string{"format": "2", "depth": "0", "split": "0", "count": "3"}
+	if got := s.c.HGetAll(ctx, seen).Val(); dump(got) != dump(wantHash) {
+		t.Errorf("HGETALL %s = %v, want %v", seen, got, wantHash)
 	}
-	for key, want := range map[string]string{
-		base + ":0000": "\x00\x00\x00\x00\x00\x00\x00\x07",
-		base + ":abcd": "\xab\xcd\x00\x00\x00\x00\x00\x01\xab\xcd\x00\x00\x00\x00\x00\x02",
-	} {
-		if got := s.c.Get(ctx, key).Val(); got != want {
-			t.Errorf("GET %s = %q, want %q (sorted 8-byte big-endian fingerprints)", key, got, want)
+	want := "\x00\x00\x00\x00\x00\x00\x00\x07\xab\xcd\x00\x00\x00\x00\x00\x01\xab\xcd\x00\x00\x00\x00\x00\x02"
+	if got := s.c.Get(ctx, seen+":0:0").Val(); got != want {
+		t.Errorf("GET %s:0:0 = %q, want %q (sorted 8-byte big-endian fingerprints)", seen, got, want)
+	}
+
+	// Past seenBucketFill fingerprints, bucket (0,0) splits by the top bit
+	// (0xabcd... goes up, 7 stays).
+	fps := make([]uint64, seenBucketFill)
+	for i := range fps {
+		fps[i] = uint64(i) * (math.MaxUint64/seenBucketFill + 1) // half with the top bit set
+	}
+	if err := s.Record(ctx, 7, fps); err != nil {
+		t.Fatal(err)
+	}
+	wantHash = map[string]string{"format": "2", "depth": "1", "split": "0", "count": strconv.Itoa(3 + seenBucketFill)}
+	if got := s.c.HGetAll(ctx, seen).Val(); dump(got) != dump(wantHash) {
+		t.Errorf("after a split: HGETALL %s = %v, want %v", seen, got, wantHash)
+	}
+	for key, n := range map[string]int64{seen + ":0:0": 0, seen + ":1:0": 8 * (1 + seenBucketFill/2), seen + ":1:1": 8 * (2 + seenBucketFill/2)} {
+		if got := s.c.StrLen(ctx, key).Val(); got != n {
+			t.Errorf("STRLEN %s = %d, want %d", key, got, n)
 		}
 	}
 }
