@@ -5,9 +5,11 @@
 // caller asks the store and then calls Insert.
 //
 // Policies: CLOCK (the default), LRU, RANDOM and STATIC, plus the INFINITE
-// and MIN (Belady) bounds as trace simulations in sim.go. Every cache keeps
-// its entries in one flat open-addressing table (see table.go) with no
-// per-entry heap objects; docs/cache.md gives bytes per entry and hit rates.
+// and MIN (Belady) bounds as trace simulations in sim.go. Every cache is a few
+// flat arrays allocated once for its capacity, with no per-entry heap
+// objects: RANDOM and STATIC a scatter table (table.go), CLOCK and LRU a dense
+// array of entries and an index (index.go). docs/cache.md gives bytes per
+// entry and hit rates.
 //
 // A Cache is not safe for concurrent use: the dedup service keeps one per
 // partition goroutine, so the hot path takes no lock. Wrap a cache with
@@ -24,7 +26,8 @@ import (
 // Cache is a set of recently or frequently seen fingerprints of bounded size.
 type Cache interface {
 	// Lookup reports whether fp is in the cache and records the use for
-	// the replacement policy.
+	// the replacement policy. For the dynamic policies a hit means fp was
+	// inserted before; for STATIC it means fp is in the preloaded set.
 	Lookup(fp uint64) bool
 	// Insert adds fp, typically after a miss was resolved against the
 	// store, evicting an entry per policy when the cache is full. Inserting

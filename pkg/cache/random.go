@@ -5,8 +5,8 @@ import "math/bits"
 // random is RANDOM replacement in the scatter table with no per-entry state
 // at all, as the paper notes it can be: 8 bytes of key plus the used bit,
 // divided by the load factor. A victim is a uniformly random entry: draw
-// random slots until one is in use (the table is at least 3/4 full when an
-// eviction is needed, so about 1.33 draws on average).
+// random slots until one is in use (a full cache fills about 3/4 of the
+// table, so about 1.33 draws on average).
 type random struct {
 	t     table
 	rng   splitmix
@@ -44,7 +44,7 @@ func (c *random) evict() {
 	for {
 		i, _ := bits.Mul64(c.rng.next(), c.t.n)
 		if c.t.used.get(i) {
-			c.t.remove(i, nil)
+			c.t.remove(i)
 			c.stats.Evictions++
 			return
 		}

@@ -19,6 +19,10 @@ type static struct {
 
 // NewStatic returns a cache holding exactly the distinct fingerprints of fps;
 // its Cap is their number and Insert leaves it unchanged.
+//
+// A STATIC hit means "in the set", which for a set taken from an earlier
+// crawl is not "seen in this crawl": a dedup layer must not drop a member on
+// its first sighting (services/dedup confirms members before they hit).
 func NewStatic(fps []uint64) Cache {
 	c := &static{t: newTable(len(fps))}
 	for _, fp := range fps {
@@ -43,8 +47,11 @@ func (c *static) Len() int      { return c.t.len }
 func (c *static) Cap() int      { return c.t.len }
 func (c *static) Stats() Stats  { return c.stats }
 
-// The static cache file format, read by LoadStatic and written by
-// WriteStatic, is UTF-8 text:
+// LoadStatic reads a static cache file and returns a STATIC cache of its
+// first size distinct fingerprints (fewer if the file is shorter). It stops
+// reading once it has them.
+//
+// The file, as WriteStatic writes it, is UTF-8 text:
 //
 //   - one fingerprint per line as exactly 16 hexadecimal digits (either case);
 //   - '#' starts a comment that runs to the end of the line; blank lines and
@@ -57,10 +64,6 @@ func (c *static) Stats() Stats  { return c.stats }
 //	# trawler static URL cache: 2 fingerprints, most frequent first
 //	9f86d081884c7d65 # 10342
 //	0000000000000007 # 9811
-
-// LoadStatic reads a static cache file and returns a STATIC cache of its
-// first size distinct fingerprints (fewer if the file is shorter). It stops
-// reading once it has them.
 func LoadStatic(r io.Reader, size int) (Cache, error) {
 	if size < 1 || size > MaxSize {
 		return nil, fmt.Errorf("cache: size %d out of range [1, %d]", size, MaxSize)

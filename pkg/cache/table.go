@@ -2,11 +2,13 @@ package cache
 
 import "math/bits"
 
-// table is the paper's scatter table: an open-addressing hash table of
-// fingerprints in one flat array, with linear probing and backward-shift
-// deletion (no tombstones, so it never needs rebuilding). Policies keep their
-// per-entry state in arrays parallel to keys, indexed by slot; deletion
-// reports every entry it moves so that they can move that state along.
+// table is a scatter table in the paper's sense: an open-addressing hash
+// table of fingerprints in one flat array, whose probe sequences wrap around
+// its end, with linear probing and backward-shift deletion (no tombstones,
+// so it never needs rebuilding). RANDOM and STATIC
+// keep their entries in it and nothing else: 8 bytes plus a used bit per
+// slot. It suits policies that evict at random hash positions; CLOCK and LRU
+// use a dense array and an index instead (see clock.go).
 //
 // The table is sized once for its capacity at a load factor of at most 3/4,
 // and always has a free slot, which ends every probe sequence.
@@ -80,17 +82,14 @@ func (t *table) put(i, fp uint64) {
 }
 
 // remove empties slot i, then shifts later entries of its cluster back into
-// the hole where their probe sequence allows, so lookups never see a gap
-// between an entry and its home. moved(from, to) is called for each shift.
-func (t *table) remove(i uint64, moved func(from, to uint64)) {
+// the hole where their probe path allows, so lookups never see a gap between
+// an entry and its home.
+func (t *table) remove(i uint64) {
 	for j := t.next(i); t.used.get(j); j = t.next(j) {
 		// The entry at j may fill hole i only if i lies on its probe path,
 		// from its home up to j.
 		if t.dist(i, j) <= t.dist(t.home(t.keys[j]), j) {
 			t.keys[i] = t.keys[j]
-			if moved != nil {
-				moved(j, i)
-			}
 			i = j
 		}
 	}
@@ -106,12 +105,3 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 func (b bitset) get(i uint64) bool { return b[i>>6]&(1<<(i&63)) != 0 }
 func (b bitset) set(i uint64)      { b[i>>6] |= 1 << (i & 63) }
 func (b bitset) clear(i uint64)    { b[i>>6] &^= 1 << (i & 63) }
-
-// setTo sets bit i to v.
-func (b bitset) setTo(i uint64, v bool) {
-	if v {
-		b.set(i)
-	} else {
-		b.clear(i)
-	}
-}
