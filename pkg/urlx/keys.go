@@ -14,6 +14,10 @@ import (
 // the port is not the scheme's default (u.Host), e.g. "example.com" or
 // "example.com:8080". Politeness, partitioning and per-host queues use it.
 func Host(canonical string) (string, error) {
+	if IsCanonical(canonical) { // the common case: no parse
+		rest := canonical[strings.Index(canonical, "://")+3:]
+		return rest[:strings.IndexByte(rest, '/')], nil
+	}
 	u, err := url.Parse(canonical)
 	if err != nil {
 		return "", invalid("host of %q: unparsable", truncate(canonical, 64))

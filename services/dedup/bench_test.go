@@ -100,6 +100,7 @@ func BenchmarkDedupService(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		published := time.Since(start)
 		stream, _ := js.Stream(ctx, names.StreamDiscovered())
 		for {
 			info, err := stream.Info(ctx)
@@ -139,6 +140,7 @@ func BenchmarkDedupService(b *testing.B) {
 		b.ReportMetric(rate/naiveRate, "speedup")
 		b.ReportMetric(100*float64(svc.Stats.CacheHits.Load())/float64(lookups), "cache-hit%")
 		b.ReportMetric(100*float64(svc.Stats.SeenLookups.Load())/float64(len(urls)), "seen-lookup%")
+		b.Logf("published in %s", published.Round(time.Millisecond))
 		b.Logf("%d links in %d messages: %s, %.0f URLs/s (new %d, duplicate %d); naive SADD: %.0f URLs/s; %.1fx",
 			len(urls), len(msgs), elapsed.Round(time.Millisecond), rate, svc.Stats.New.Load(), svc.Stats.Duplicate.Load(), naiveRate, rate/naiveRate)
 	}

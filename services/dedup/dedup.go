@@ -367,10 +367,13 @@ func (s *Service) decode(p int, m jetstream.Msg) (in input, misrouted []messages
 	in = input{msg: m, seq: md.Sequence.Stream}
 	for _, l := range d.Links {
 		s.Stats.In.Add(1)
-		canon, err := urlx.Canonicalize(l.URL)
-		if err != nil {
-			s.Stats.Invalid.Add(1)
-			continue
+		canon := l.URL
+		if !urlx.IsCanonical(canon) { // parsers send canonical URLs; others may not
+			var err error
+			if canon, err = urlx.Canonicalize(l.URL); err != nil {
+				s.Stats.Invalid.Add(1)
+				continue
+			}
 		}
 		l.URL = canon
 		host, _ := urlx.Host(canon)
