@@ -46,7 +46,7 @@ func TestRunCommandCrawlsAndReports(t *testing.T) {
 	if !strings.Contains(stdout, "fetched 3 pages") || hits != 3 {
 		t.Errorf("stdout %q, %d hits; want 3 pages", stdout, hits)
 	}
-	if !strings.Contains(stderr, "fetched 3") {
+	if !strings.Contains(stderr, "done 3") {
 		t.Errorf("no final progress line on stderr: %q", stderr)
 	}
 	data, err := os.ReadFile(out)

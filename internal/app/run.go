@@ -334,7 +334,7 @@ func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
 	if final {
 		rate = float64(fetched) / max(time.Since(p.start).Seconds(), 1e-3)
 	}
-	line := fmt.Sprintf("fetched %d (%.1f/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
+	line := fmt.Sprintf("done %d (%.1f/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
 		fetched, rate, s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
 	switch {
 	case p.tty && !final:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -98,7 +99,7 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 	if unreachable(e.rec.Status) {
 		if e.rec.Failures >= robotsFailuresBeforeGivingUp {
 			v.GaveUp = true
-			v.Reason = fmt.Sprintf("robots.txt unreachable %d times (last: %s); not fetching this host", e.rec.Failures, lastError(e.rec))
+			v.Reason = fmt.Sprintf("robots.txt unreachable (%s); not fetching this host", lastError(e.rec))
 			return v, nil
 		}
 		v.RetryAfter = max(e.rec.FetchedAt.Add(c.retry).Sub(now), time.Second)
@@ -139,9 +140,11 @@ func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (
 		}
 	}
 	rec := c.fetch(ctx, origin)
-	if unreachable(rec.Status) && prev != nil && unreachable(prev.Status) {
+	switch {
+	case !unreachable(rec.Status) || rec.Failures > 0: // answered, or given up already
+	case prev != nil && unreachable(prev.Status):
 		rec.Failures = prev.Failures + 1
-	} else if unreachable(rec.Status) {
+	default:
 		rec.Failures = 1
 	}
 	data, _ := json.Marshal(rec)
@@ -187,6 +190,12 @@ func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: time.Now().UTC()}
 		if r.Err != nil {
 			rec.Status, rec.Body, rec.Error = 0, nil, r.Err.Error()
+			// A name that does not exist will not come back in ten
+			// minutes: give the host up at once instead of retrying.
+			var dnsErr *net.DNSError
+			if errors.As(r.Err, &dnsErr) && dnsErr.IsNotFound {
+				rec.Failures = robotsFailuresBeforeGivingUp
+			}
 			return rec
 		}
 		if r.Status >= 300 && r.Status < 400 && r.Location != "" && hop < 5 {
