@@ -49,7 +49,7 @@ func generated(t *testing.T) (*testsite.Site, []string, []string) {
 // assertResumed checks a crawl that was interrupted and resumed: everything
 // reachable fetched, and repeats only within the in-flight window (at most one
 // task per host can be in flight when the crawl stops).
-func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int) {
+func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int, out string) {
 	t.Helper()
 	got := pages(t, s)
 	repeats := 0
@@ -57,6 +57,9 @@ func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int) {
 		switch n := got[u]; {
 		case n == 0:
 			t.Errorf("%s never fetched", u)
+			if out != "" {
+				t.Logf("its record: %v", readOutAllowing(t, out, got)[u])
+			}
 		case n > 1:
 			repeats += n - 1
 			t.Logf("fetched %d times: %s", n, u)
@@ -94,6 +97,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	s, seeds, want := generated(t)
 	cfg := testConfig(t, seeds)
 	cfg.PolitenessDelay = 20 * time.Millisecond
+	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -113,7 +117,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{}, testLogger(t)); err != nil {
 		t.Fatal(err)
 	}
-	assertResumed(t, s, want, 4)
+	assertResumed(t, s, want, 4, cfg.Out)
 }
 
 func TestResumeAfterKill9(t *testing.T) {
@@ -159,7 +163,7 @@ func TestResumeAfterKill9(t *testing.T) {
 	if err := second.Run(); err != nil {
 		t.Fatalf("resumed run: %v", err)
 	}
-	assertResumed(t, s, want, 4)
+	assertResumed(t, s, want, 4, out)
 	// One line per fetch: a URL refetched in the in-flight window may have
 	// two, nothing else.
 	recs := readOutAllowing(t, out, pages(t, s))

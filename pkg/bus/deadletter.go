@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +48,14 @@ func (d DeadLetters) Park(ctx context.Context, msg jetstream.Msg, reason string)
 		return fmt.Errorf("dead-letter: %w", err)
 	}
 	return msg.Term()
+}
+
+// ParkOrLog parks msg and logs when even that fails (the message is then
+// redelivered after its ack wait and parked on a later try).
+func (d DeadLetters) ParkOrLog(ctx context.Context, msg jetstream.Msg, reason string, log *slog.Logger) {
+	if err := d.Park(ctx, msg, reason); err != nil {
+		log.Error("dead-letter failed", "subject", msg.Subject(), "err", err)
+	}
 }
 
 // CrashLooping reports whether msg was delivered more than MaxDeliver times,

@@ -82,21 +82,19 @@ type Service struct {
 func New(o Options) *Service {
 	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "dedup", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
-		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "dedup", Name: name, Help: help},
-				func() float64 { return float64(v.Load()) })
-		}
+		bus.RegisterCounters(o.Registerer, "dedup",
+			bus.Counter{Name: "urls_in_total", Help: "URLs received.", Value: &s.Stats.In},
+			bus.Counter{Name: "urls_new_total", Help: "URLs forwarded to the frontier as new.", Value: &s.Stats.New},
+			bus.Counter{Name: "urls_duplicate_total", Help: "URLs dropped as seen before.", Value: &s.Stats.Duplicate},
+			bus.Counter{Name: "urls_invalid_total", Help: "URLs dropped as not canonical-izable.", Value: &s.Stats.Invalid},
+			bus.Counter{Name: "cache_hits_total", Help: "Fingerprints found in the in-process cache (duplicates, no I/O).", Value: &s.Stats.CacheHits},
+			bus.Counter{Name: "bloom_absent_total", Help: "Cache misses the Bloom filter proved new (no I/O).", Value: &s.Stats.BloomAbsent},
+			bus.Counter{Name: "bloom_maybe_total", Help: "Cache misses the Bloom filter could not rule out.", Value: &s.Stats.BloomMaybe},
+			bus.Counter{Name: "bloom_cold_total", Help: "Cache misses while the Bloom filter was warming up.", Value: &s.Stats.BloomCold},
+			bus.Counter{Name: "seen_lookups_total", Help: "Fingerprints asked of the seen set.", Value: &s.Stats.SeenLookups},
+			bus.Counter{Name: "seen_hits_total", Help: "Fingerprints the seen set had recorded.", Value: &s.Stats.SeenHits},
+		)
 		o.Registerer.MustRegister(
-			c("urls_in_total", "URLs received.", &s.Stats.In),
-			c("urls_new_total", "URLs forwarded to the frontier as new.", &s.Stats.New),
-			c("urls_duplicate_total", "URLs dropped as seen before.", &s.Stats.Duplicate),
-			c("urls_invalid_total", "URLs dropped as not canonical-izable.", &s.Stats.Invalid),
-			c("cache_hits_total", "Fingerprints found in the in-process cache (duplicates, no I/O).", &s.Stats.CacheHits),
-			c("bloom_absent_total", "Cache misses the Bloom filter proved new (no I/O).", &s.Stats.BloomAbsent),
-			c("bloom_maybe_total", "Cache misses the Bloom filter could not rule out.", &s.Stats.BloomMaybe),
-			c("bloom_cold_total", "Cache misses while the Bloom filter was warming up.", &s.Stats.BloomCold),
-			c("seen_lookups_total", "Fingerprints asked of the seen set.", &s.Stats.SeenLookups),
-			c("seen_hits_total", "Fingerprints the seen set had recorded.", &s.Stats.SeenHits),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_fill_ratio",
 				Help: "Share of set bits, averaged over owned partitions."}, func() float64 { r, _ := s.bloomFill(); return r }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_false_positive_rate",
@@ -238,9 +236,7 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 	for _, m := range batch {
 		in, misrouted, err := s.decode(p, m)
 		if err != nil {
-			if perr := s.dlq.Park(ctx, m, err.Error()); perr != nil {
-				log.Error("dead-letter failed", "err", perr)
-			}
+			s.dlq.ParkOrLog(ctx, m, err.Error(), log)
 			continue
 		}
 		rerouted = append(rerouted, misrouted...)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,18 +77,14 @@ func New(o Options) *Service {
 	}
 	s := &Service{o: o, client: NewHTTPClient(o.HTTP), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
-		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: name, Help: help},
-				func() float64 { return float64(v.Load()) })
-		}
-		o.Registerer.MustRegister(
-			c("pages_total", "Fetches completed with an HTTP response.", &s.Stats.Fetched),
-			c("errors_total", "Fetches that failed without a response.", &s.Stats.Errors),
-			c("tasks_expired_total", "Tasks dropped because their deadline passed before a worker got them.", &s.Stats.Expired),
-			c("body_bytes_total", "Body bytes received.", &s.Stats.Bytes),
-			c("robots_disallowed_total", "URLs not fetched because robots.txt forbids them (or stayed unreachable).", &s.Stats.Disallowed),
-			c("robots_fetches_total", "robots.txt fetches.", &s.Stats.RobotsFetched),
-			c("robots_deferred_total", "Tasks put back because the host's robots.txt was unreachable.", &s.Stats.RobotsDeferred),
+		bus.RegisterCounters(o.Registerer, "fetcher",
+			bus.Counter{Name: "pages_total", Help: "Fetches completed with an HTTP response.", Value: &s.Stats.Fetched},
+			bus.Counter{Name: "errors_total", Help: "Fetches that failed without a response.", Value: &s.Stats.Errors},
+			bus.Counter{Name: "tasks_expired_total", Help: "Tasks dropped because their deadline passed before a worker got them.", Value: &s.Stats.Expired},
+			bus.Counter{Name: "body_bytes_total", Help: "Body bytes received.", Value: &s.Stats.Bytes},
+			bus.Counter{Name: "robots_disallowed_total", Help: "URLs not fetched because robots.txt forbids them (or stayed unreachable).", Value: &s.Stats.Disallowed},
+			bus.Counter{Name: "robots_fetches_total", Help: "robots.txt fetches.", Value: &s.Stats.RobotsFetched},
+			bus.Counter{Name: "robots_deferred_total", Help: "Tasks put back because the host's robots.txt was unreachable.", Value: &s.Stats.RobotsDeferred},
 		)
 		s.statuses = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "responses_total",
 			Help: "Responses by status class."}, []string{"class"})
@@ -117,17 +112,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.client.CloseIdleConnections()
-	var wg sync.WaitGroup
-	for i := 0; i < s.o.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for m := range msgs {
-				s.handle(context.WithoutCancel(ctx), m)
-			}
-		}()
-	}
-	wg.Wait()
+	bus.Work(ctx, s.o.Workers, msgs, s.handle)
 	return nil
 }
 
@@ -141,9 +126,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		err = fmt.Errorf("delivered more than %d times without being acked", s.o.MaxDeliver)
 	}
 	if err != nil {
-		if perr := s.dlq.Park(ctx, m, err.Error()); perr != nil {
-			s.o.Log.Error("dead-letter failed", "err", perr)
-		}
+		s.dlq.ParkOrLog(ctx, m, err.Error(), s.o.Log)
 		return
 	}
 	done := messages.FetchDone{V: messages.Version, TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}

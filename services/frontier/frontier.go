@@ -87,16 +87,12 @@ func New(o Options) *Service {
 	}
 	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
-		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "frontier", Name: name, Help: help},
-				func() float64 { return float64(v.Load()) })
-		}
-		o.Registerer.MustRegister(
-			c("urls_enqueued_total", "URLs added to host queues.", &s.Stats.Enqueued),
-			c("tasks_issued_total", "Fetch tasks issued.", &s.Stats.Issued),
-			c("tasks_done_total", "Fetch tasks reported done.", &s.Stats.Done),
-			c("tasks_expired_total", "Tasks whose lease ran out or that expired unfetched.", &s.Stats.Expired),
-			c("urls_dropped_total", "URLs given up after --max-attempts lost tasks.", &s.Stats.Dropped),
+		bus.RegisterCounters(o.Registerer, "frontier",
+			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
+			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
+			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
+			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
+			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks.", Value: &s.Stats.Dropped},
 		)
 	}
 	return s
@@ -415,9 +411,7 @@ func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messag
 }
 
 func (pt *partition) park(ctx context.Context, m jetstream.Msg, reason string) {
-	if err := pt.s.dlq.Park(ctx, m, reason); err != nil {
-		pt.log.Error("dead-letter failed", "err", err)
-	}
+	pt.s.dlq.ParkOrLog(ctx, m, reason, pt.log)
 }
 
 // gap is how long a host rests after a fetch: the largest of the configured

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -62,21 +61,17 @@ type Service struct {
 func New(o Options) *Service {
 	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "parser", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
-		c := func(name, help string, v *atomic.Int64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "parser", Name: name, Help: help},
-				func() float64 { return float64(v.Load()) })
-		}
-		o.Registerer.MustRegister(
-			c("pages_total", "Pages parsed.", &s.Stats.Pages),
-			c("links_total", "Links extracted.", &s.Stats.Links),
-			c("links_queued_total", "Links handed to dedup.", &s.Stats.Queued),
-			c("links_out_of_scope_total", "Links dropped as out of scope.", &s.Stats.OutOfScope),
-			c("links_too_deep_total", "Links dropped beyond --max-depth or --max-redirects.", &s.Stats.TooDeep),
+		bus.RegisterCounters(o.Registerer, "parser",
+			bus.Counter{Name: "pages_total", Help: "Pages parsed.", Value: &s.Stats.Pages},
+			bus.Counter{Name: "links_total", Help: "Links extracted.", Value: &s.Stats.Links},
+			bus.Counter{Name: "links_queued_total", Help: "Links handed to dedup.", Value: &s.Stats.Queued},
+			bus.Counter{Name: "links_out_of_scope_total", Help: "Links dropped as out of scope.", Value: &s.Stats.OutOfScope},
+			bus.Counter{Name: "links_too_deep_total", Help: "Links dropped beyond --max-depth or --max-redirects.", Value: &s.Stats.TooDeep},
 		)
 		if o.Recent != nil {
-			o.Registerer.MustRegister(
-				c("splitter_sent_total", "Links sent on to dedup.", &o.Recent.Sent),
-				c("splitter_dropped_total", "Links held back because this parser sent them recently (traffic saved).", &o.Recent.Dropped),
+			bus.RegisterCounters(o.Registerer, "parser",
+				bus.Counter{Name: "splitter_sent_total", Help: "Links sent on to dedup.", Value: &o.Recent.Sent},
+				bus.Counter{Name: "splitter_dropped_total", Help: "Links held back because this parser sent them recently (traffic saved).", Value: &o.Recent.Dropped},
 			)
 		}
 	}
@@ -93,17 +88,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < s.o.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for m := range msgs {
-				s.handle(context.WithoutCancel(ctx), m)
-			}
-		}()
-	}
-	wg.Wait()
+	bus.Work(ctx, s.o.Workers, msgs, s.handle)
 	return nil
 }
 
@@ -113,9 +98,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		err = fmt.Errorf("delivered more than %d times without being acked", s.o.MaxDeliver)
 	}
 	if err != nil {
-		if perr := s.dlq.Park(ctx, m, err.Error()); perr != nil {
-			s.o.Log.Error("dead-letter failed", "err", perr)
-		}
+		s.dlq.ParkOrLog(ctx, m, err.Error(), s.o.Log)
 		return
 	}
 	doc, follow, err := s.parse(ctx, page, m.Data())
