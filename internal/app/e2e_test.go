@@ -103,7 +103,10 @@ func testConfig(t testing.TB, seeds []string) config.Config {
 	cfg.Seeds = seeds
 	cfg.AllowPrivate = true
 	cfg.PolitenessDelay = 5 * time.Millisecond
-	cfg.FetchTimeout = 5 * time.Second
+	// Generous: CI machines are slow under the race detector, and a
+	// timed-out fetch is final (recorded, not retried), which would
+	// look like a lost URL to these tests.
+	cfg.FetchTimeout = 30 * time.Second
 	cfg.PartitionCount = 8
 	cfg.MaxBodyBytes = 1 << 20
 	cfg.Progress = false
