@@ -130,4 +130,12 @@ type Frontier interface {
 
 	// Stats sums queue depths and counters over the given partitions.
 	Stats(ctx context.Context, partitions []int) (Stats, error)
+
+	// Applied reports which of seqs (stream sequences of partition p's
+	// intake) were marked applied; see applied.go for why a watermark is not
+	// enough.
+	Applied(ctx context.Context, p int, seqs []uint64) ([]bool, error)
+	// MarkApplied remembers seqs as applied and forgets those at or below
+	// floor (the consumer's ack floor: they can never be delivered again).
+	MarkApplied(ctx context.Context, p int, seqs []uint64, floor uint64) error
 }

@@ -107,7 +107,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		pt := &partition{s: s, p: p, log: s.o.Log.With("partition", p), hosts: map[string]*host{}}
+		pt := &partition{s: s, p: p, log: s.o.Log.With("partition", p), hosts: map[string]*host{}, cons: cons}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -132,9 +132,14 @@ type host struct {
 }
 
 type partition struct {
-	s         *Service
-	p         int
-	log       *slog.Logger
+	s       *Service
+	p       int
+	log     *slog.Logger
+	cons    jetstream.Consumer
+	batches int // applied so far, to trim the intake log now and then
+	// applied counts intake batches applied to the store (Store.Apply wants
+	// an increasing number); which messages were applied is the intake log
+	// (Store.Applied / MarkApplied).
 	applied   uint64
 	hosts     map[string]*host
 	ready     timeHeap // hosts waiting for their politeness gap
@@ -312,61 +317,83 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		done  []messages.FetchDone
 		again []messages.FetchDone // to be issued again
 		keep  []jetstream.Msg
-		top   = pt.applied
+		seqs  []uint64
 	)
-	for _, m := range batch {
-		md, err := m.Metadata()
-		if err != nil {
-			pt.park(ctx, m, err.Error())
+	hold := func() {
+		for _, m := range batch {
+			_ = m.InProgress()
+		}
+	}
+	all := make([]uint64, len(batch))
+	for i, m := range batch {
+		if md, err := m.Metadata(); err == nil {
+			all[i] = md.Sequence.Stream
+		}
+	}
+	var replayed []bool
+	if err := bus.Retry(ctx, "read intake log", pt.log.Warn, hold, func() (err error) {
+		replayed, err = pt.s.o.Store.Applied(ctx, pt.p, all)
+		return err
+	}); err != nil {
+		return err
+	}
+	for i, m := range batch {
+		if all[i] == 0 {
+			pt.park(ctx, m, "message without JetStream metadata")
 			continue
 		}
-		if md.Sequence.Stream <= pt.applied {
-			_ = m.Ack() // replay of a batch already applied
+		if replayed[i] {
+			_ = m.Ack() // applied before; its ack was lost
 			continue
 		}
 		if err := pt.decode(m, &enq, &done, &again); err != nil {
 			pt.park(ctx, m, err.Error())
 			continue
 		}
-		top = max(top, md.Sequence.Stream)
+		seqs = append(seqs, all[i])
 		keep = append(keep, m)
 	}
-	if top > pt.applied {
-		hold := func() {
-			for _, m := range keep {
-				_ = m.InProgress()
-			}
-		}
+	if len(keep) > 0 {
 		freed := make([]store.Done, len(done))
 		for i, fd := range done {
 			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID}
 		}
 		var ok bool
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
-			ok, err = pt.s.o.Store.Apply(ctx, pt.p, top, enq, freed)
+			ok, err = pt.s.o.Store.Apply(ctx, pt.p, pt.applied+1, enq, freed)
 			return err
 		}); err != nil {
 			return err
 		}
 		if !ok {
-			// The store is ahead of memory: another owner applied it. Trust
-			// the store.
-			pt.log.Warn("store watermark ahead of memory; reloading", "seq", top)
+			// The store is ahead of memory: another owner applied
+			// batches. Trust the store, and see the batch again.
+			pt.log.Warn("store ahead of memory; reloading")
 			pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
-			if err := pt.load(ctx); err != nil {
+			return pt.load(ctx)
+		}
+		pt.applied++
+		pt.remember(enq, done)
+		for _, fd := range again {
+			// Not a lost task: put the URL back whatever its attempts.
+			if h := pt.hosts[fd.Host]; h != nil {
+				h.nextAt = time.Now().Add(max(pt.gap(fd), fd.RetryAfter))
+			}
+			if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
 				return err
 			}
-		} else {
-			pt.applied = top
-			pt.remember(enq, done)
 		}
-	}
-	for _, fd := range again {
-		// Not a lost task: put the URL back whatever its attempts.
-		if h := pt.hosts[fd.Host]; h != nil {
-			h.nextAt = time.Now().Add(max(pt.gap(fd), fd.RetryAfter))
+		// A crash right here replays the batch: its URLs are queued twice
+		// (fetched twice at worst), never lost.
+		floor := uint64(0)
+		if pt.batches++; pt.batches%256 == 0 {
+			if ci, err := pt.cons.Info(ctx); err == nil {
+				floor = ci.AckFloor.Stream
+			}
 		}
-		if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
+		if err := bus.Retry(ctx, "write intake log", pt.log.Warn, hold, func() error {
+			return pt.s.o.Store.MarkApplied(ctx, pt.p, seqs, floor)
+		}); err != nil {
 			return err
 		}
 	}
