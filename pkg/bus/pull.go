@@ -10,8 +10,11 @@ import (
 
 // Pull delivers a consumer's messages on a channel until ctx ends; the channel
 // is closed then. buffer bounds how many messages are pulled ahead. Messages
-// pulled but not yet handed over when ctx ends are nak'ed, so a restart gets
-// them at once instead of after their ack wait.
+// pulled but not yet handed over when ctx ends are left alone: JetStream
+// delivers them again after their ack wait. (Nak'ing them looked faster, but
+// the server hands a nak'ed message straight back to the still-open pull
+// requests of the stopping subscription: a loop that inflates delivery
+// counts until messages look poisonous.)
 func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstream.Msg, error) {
 	it, err := c.Messages(jetstream.PullMaxMessages(buffer))
 	if err != nil {
@@ -39,13 +42,11 @@ func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstre
 				continue
 			}
 			if ctx.Err() != nil {
-				_ = msg.Nak()
 				continue
 			}
 			select {
 			case out <- msg:
 			case <-ctx.Done():
-				_ = msg.Nak()
 			}
 		}
 	}()

@@ -86,7 +86,7 @@ type Config struct {
 	SplitterCacheSize int     // --splitter-cache-size: links a parser remembers sending, default 50000 (0: off)
 
 	// Delivery.
-	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 5
+	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 10
 	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 10m
 
 	// Output (run).
@@ -140,7 +140,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.DedupExpectedURLs, "dedup-expected-urls", 10_000_000, "distinct URLs the crawl is expected to see; sizes the Bloom filters")
 	fs.Float64Var(&c.DedupBloomFP, "dedup-bloom-fp", 0.01, "Bloom filter false-positive rate at --dedup-expected-urls")
 	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
-	fs.IntVar(&c.MaxDeliver, "max-deliver", 5, "deliveries of a failing message before it goes to the dead-letter subject")
+	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", 10*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the work streams")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
 	fs.BoolVar(&c.Progress, "progress", true, "show a live progress line on stderr (run)")
