@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -114,8 +115,10 @@ func TestResumeAfterCancel(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel2()
-	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{}, testLogger(t)); err != nil {
-		t.Fatal(err)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{Progress: &logs}, log); err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
 	}
 	assertResumed(t, s, want, 4, cfg.Out)
 }

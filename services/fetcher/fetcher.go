@@ -65,6 +65,7 @@ type Service struct {
 	life   context.Context // Run's context: ends on shutdown
 
 	statuses, errKinds *prometheus.CounterVec // nil without a registerer
+	perHost            *hostStats
 	dlq                bus.DeadLetters
 	Stats              Stats
 }
@@ -90,7 +91,8 @@ func New(o Options) *Service {
 			Help: "Responses by status class."}, []string{"class"})
 		s.errKinds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "failures_total",
 			Help: "Fetches without a response, by kind (timeout, dns, refused, reset, tls, blocked, protocol, canceled, other)."}, []string{"kind"})
-		o.Registerer.MustRegister(s.statuses, s.errKinds)
+		s.perHost = newHostStats()
+		o.Registerer.MustRegister(s.statuses, s.errKinds, s.perHost)
 	}
 	return s
 }
@@ -251,11 +253,14 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 		s.Stats.Errors.Add(1)
 		if s.errKinds != nil {
 			s.errKinds.WithLabelValues(r.ErrKind).Inc()
+			s.perHost.add(task.Host, r.ErrKind)
 		}
 	} else {
 		s.Stats.Fetched.Add(1)
 		if s.statuses != nil {
-			s.statuses.WithLabelValues(fmt.Sprintf("%dxx", r.Status/100)).Inc()
+			class := fmt.Sprintf("%dxx", r.Status/100)
+			s.statuses.WithLabelValues(class).Inc()
+			s.perHost.add(task.Host, class)
 		}
 	}
 	s.Stats.Bytes.Add(int64(len(r.Body)))
