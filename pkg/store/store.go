@@ -99,7 +99,7 @@ type Stats struct {
 }
 
 // Frontier is the frontier's durable state: per-host FIFO queues, tasks in
-// flight, and the intake watermark that makes replays harmless.
+// flight, an apply counter and the intake log that make replays harmless.
 type Frontier interface {
 	// Apply atomically applies one intake batch of partition p whose highest
 	// stream sequence is seq: enqueue appends URLs at the tail of their hosts'

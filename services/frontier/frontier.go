@@ -4,11 +4,14 @@
 // state, so nothing here needs a lock.
 //
 // Intake (new URLs from dedup, finished tasks from fetchers) arrives on one
-// consumer per partition, in stream order. A batch is applied to the store in
-// one atomic step together with its highest stream sequence; a replayed batch
-// (crash between apply and ack) is recognised by that watermark and skipped,
-// so intake is effectively-once. Failed store writes are retried in place,
-// never nak'ed, which keeps the stream order the watermark relies on.
+// consumer per partition. A batch is applied to the store in one atomic step,
+// then its stream sequences are written to the partition's intake log, then
+// it is acked. A redelivered message found in the log was applied before (its
+// ack was lost) and is skipped. A plain "highest sequence applied" watermark
+// would not do: JetStream redelivers an unacked message after its ack wait,
+// possibly after newer ones were applied. A crash between the apply and the
+// log write replays one batch (its URLs queued twice, never lost). Failed
+// store writes are retried in place, holding the messages.
 package frontier
 
 import (
