@@ -13,7 +13,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,9 +112,6 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	}
 	return d, d.finish(ctx)
 }
-
-// EmbeddedServerURL is where taps can reach an embedded server that listens.
-func EmbeddedServerURL(ns *server.Server) string { return ns.ClientURL() }
 
 // OpenCluster connects to an external NATS and, when withStore, to Redis.
 func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name string, log *slog.Logger) (*Deps, error) {
