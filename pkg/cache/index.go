@@ -33,20 +33,8 @@ func (x *index) probe(fp uint64) (home uint64, tag uint32) {
 	return home, uint32(h) << x.refBits
 }
 
-func (x *index) next(i uint64) uint64 {
-	i++
-	if i == x.n {
-		return 0
-	}
-	return i
-}
-
-func (x *index) dist(a, b uint64) uint64 {
-	if b >= a {
-		return b - a
-	}
-	return b + x.n - a
-}
+func (x *index) next(i uint64) uint64    { return ringNext(i, x.n) }
+func (x *index) dist(a, b uint64) uint64 { return ringDist(a, b, x.n) }
 
 // find returns the slot holding fp (keys[ref] == fp) and its ref, or the free
 // slot where fp would go and ok=false.

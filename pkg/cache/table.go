@@ -45,20 +45,23 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-func (t *table) next(i uint64) uint64 {
-	i++
-	if i == t.n {
+func (t *table) next(i uint64) uint64    { return ringNext(i, t.n) }
+func (t *table) dist(a, b uint64) uint64 { return ringDist(a, b, t.n) }
+
+// ringNext is the slot after i in a circular array of n slots.
+func ringNext(i, n uint64) uint64 {
+	if i++; i == n {
 		return 0
 	}
 	return i
 }
 
-// dist is how far forward slot b is from slot a, wrapping around.
-func (t *table) dist(a, b uint64) uint64 {
+// ringDist is how far forward slot b is from slot a, wrapping around n.
+func ringDist(a, b, n uint64) uint64 {
 	if b >= a {
 		return b - a
 	}
-	return b + t.n - a
+	return b + n - a
 }
 
 // find returns fp's slot and true, or the free slot where it would go and
