@@ -1,0 +1,46 @@
+// Command collycrawl crawls a websim web with the Colly baseline (bench/colly)
+// and prints its stats as JSON; the e2e harness runs it as a child process so
+// that its CPU time and peak RSS are measured like Trawler's.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/trawlerhq/trawler/bench/colly"
+	"github.com/trawlerhq/trawler/bench/websim"
+)
+
+func main() {
+	var cfg websim.Config
+	var delay time.Duration
+	flag.Uint64Var(&cfg.Seed, "web-seed", 1, "websim seed")
+	flag.IntVar(&cfg.Hosts, "hosts", 20, "websim hosts")
+	flag.IntVar(&cfg.Pages, "pages", 50, "websim pages per host")
+	flag.IntVar(&cfg.Port, "port", 18080, "websim port")
+	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all)")
+	flag.DurationVar(&delay, "delay", 100*time.Millisecond, "politeness delay after each response to a host")
+	flag.Parse()
+	w, err := websim.New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	hosts := make([]string, cfg.Hosts)
+	for h := range hosts {
+		hosts[h] = w.Addr(h)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := colly.Crawl(ctx, colly.Options{Seeds: w.Seeds(), Hosts: hosts, Delay: delay, Timeout: 30 * time.Second})
+	_ = json.NewEncoder(os.Stdout).Encode(st)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

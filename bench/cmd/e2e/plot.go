@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+var palette = []color.Color{
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff},
+}
+
+// drawPlots writes e2e-throughput.svg (pages/s over time, first run of each
+// mode) and e2e-scaling.svg (pages/s against replicas) into dir.
+func drawPlots(dir string, results, scaling []result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	p := plot.New()
+	p.Title.Text = "Pages per second over the crawl (first run of each mode, 1 s buckets)"
+	p.X.Label.Text = "seconds since start"
+	p.Y.Label.Text = "pages/s (server side)"
+	p.Add(plotter.NewGrid())
+	top := 0.0
+	for i, mode := range order(results) {
+		rs := byMode(results, mode)
+		pts := make(plotter.XYs, len(rs[0].rate))
+		for s, v := range rs[0].rate {
+			pts[s] = plotter.XY{X: float64(s), Y: v}
+			top = max(top, v)
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(shortLabel(mode), l)
+	}
+	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
+	if err := p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-throughput.svg")); err != nil {
+		return nil, err
+	}
+	files = append(files, "e2e-throughput.svg")
+
+	if len(scaling) == 0 {
+		return files, nil
+	}
+	p = plot.New()
+	p.Title.Text = "Cluster mode: pages/s as fetcher and parser replicas grow"
+	p.X.Label.Text = "fetcher = parser replicas"
+	p.Y.Label.Text = "pages/s"
+	p.Add(plotter.NewGrid())
+	var pts plotter.XYs
+	for _, mode := range order(scaling) {
+		n, err := strconv.Atoi(strings.TrimPrefix(mode, "cluster x"))
+		if err != nil {
+			return nil, fmt.Errorf("scaling mode %q", mode)
+		}
+		pts = append(pts, plotter.XY{X: float64(n), Y: medianOf(byMode(scaling, mode), result.pagesPerSec)})
+	}
+	lp, sp, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return nil, err
+	}
+	lp.Color, sp.Color = palette[0], palette[0]
+	p.Add(lp, sp)
+	p.Y.Min = 0
+	if err := p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-scaling.svg")); err != nil {
+		return nil, err
+	}
+	return append(files, "e2e-scaling.svg"), nil
+}
+
+func shortLabel(mode string) string {
+	switch mode {
+	case "run":
+		return "trawler run (all-in-one)"
+	case "cluster":
+		return "trawler services"
+	case "colly":
+		return "colly"
+	}
+	return mode
+}

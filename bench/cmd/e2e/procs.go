@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a child process whose CPU time and peak RSS are measured.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *os.File
+	done chan error
+}
+
+// start runs bin with args, its stdout and stderr into dir/name.log.
+func start(dir, name, bin string, args ...string) (*proc, error) {
+	f, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, out: f, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	return p, nil
+}
+
+// wait waits for the process to exit by itself, up to timeout.
+func (p *proc) wait(timeout time.Duration) error {
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("%s: %w (see %s)", p.name, err, p.out.Name())
+		}
+		return nil
+	case <-time.After(timeout):
+		p.stop()
+		return fmt.Errorf("%s: still running after %s (see %s)", p.name, timeout, p.out.Name())
+	}
+}
+
+// stop asks the process to end (SIGTERM), and kills it after 10 s.
+func (p *proc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		p.done <- <-p.done
+	}
+}
+
+// usage is the CPU time and peak RSS of an exited process.
+func (p *proc) usage() (cpu time.Duration, rss int64) {
+	if p.cmd.ProcessState == nil {
+		return 0, 0
+	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0
+	}
+	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpu, ru.Maxrss * 1024 // Linux reports KiB
+}
+
+// serverCPU sums the CPU time of every process whose command name is one of
+// names (the machine's nats-server and redis-server), from /proc. They are
+// shared with other jobs, so a delta over a run is an upper bound.
+func serverCPU(names ...string) time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil {
+			continue
+		}
+		match := false
+		for _, n := range names {
+			match = match || strings.TrimSpace(string(comm)) == n
+		}
+		if !match {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + st
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// build compiles a Go main package into out.
+func build(ctx context.Context, dir, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+// Command trawlerprof runs one Trawler service (or the all-in-one crawl)
+// exactly as `trawler <service>` / `trawler run` do, while writing a Go CPU
+// profile: the product binary has no pprof endpoint, and the benchmark must
+// not change product code to get one.
+//
+//	trawlerprof -cpuprofile fetcher.pprof fetcher --nats ... --prefix ...
+//	trawlerprof -cpuprofile run.pprof run --data-dir ... --seeds-file ...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/pkg/config"
+)
+
+func main() {
+	fs := flag.NewFlagSet("trawlerprof", flag.ExitOnError)
+	profile := fs.String("cpuprofile", "cpu.pprof", "write the CPU profile here")
+	_ = fs.Parse(os.Args[1:])
+	if fs.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: trawlerprof -cpuprofile FILE run|dedup|frontier|fetcher|parser [trawler flags]")
+		os.Exit(2)
+	}
+	if err := run(*profile, fs.Arg(0), fs.Args()[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "trawlerprof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(profile, name string, args []string) error {
+	var cfg config.Config
+	cfs := flag.NewFlagSet("trawler "+name, flag.ContinueOnError)
+	if err := cfg.Parse(cfs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	f, err := os.Create(profile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if name == "run" {
+		_, err := app.RunAll(ctx, cfg, app.RunOptions{}, log)
+		if errors.Is(err, app.ErrInterrupted) {
+			return nil
+		}
+		return err
+	}
+	d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	svc, err := app.NewService(ctx, name, d)
+	if err != nil {
+		return err
+	}
+	err = svc.Run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

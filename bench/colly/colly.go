@@ -1,0 +1,74 @@
+// Package colly is the peer baseline of the end-to-end benchmark: Colly v2
+// in async mode, configured like Trawler is in the same run — one request at
+// a time per host, the same delay after each response, robots.txt obeyed,
+// every URL visited once (Colly's in-memory visited set).
+package colly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+)
+
+// Options configure a crawl.
+type Options struct {
+	Seeds []string
+	// Hosts are the host:port of every host the crawl may meet. Colly
+	// keeps one semaphore per limit rule, so per-host parallelism needs
+	// one rule per host (a "*" rule would be one global semaphore).
+	Hosts     []string
+	Delay     time.Duration
+	UserAgent string
+	Timeout   time.Duration
+}
+
+// Stats count what the crawl saw.
+type Stats struct {
+	Responses int64 // 2xx responses (after redirects)
+	Errors    int64 // 4xx, 5xx and transport errors
+	Elapsed   time.Duration
+}
+
+// Crawl runs Colly until its queue is empty or ctx ends.
+func Crawl(ctx context.Context, o Options) (Stats, error) {
+	c := colly.NewCollector(colly.Async(true), colly.StdlibContext(ctx))
+	c.IgnoreRobotsTxt = false
+	if o.UserAgent != "" {
+		c.UserAgent = o.UserAgent
+	}
+	if o.Timeout > 0 {
+		c.SetRequestTimeout(o.Timeout)
+	}
+	// Loopback hosts: let the transport keep a connection per host.
+	c.WithTransport(&http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second})
+	rules := make([]*colly.LimitRule, 0, len(o.Hosts))
+	for _, h := range o.Hosts {
+		rules = append(rules, &colly.LimitRule{DomainGlob: h, Parallelism: 1, Delay: o.Delay})
+	}
+	if err := c.Limits(rules); err != nil {
+		return Stats{}, fmt.Errorf("colly limits: %w", err)
+	}
+	var st Stats
+	var responses, errs atomic.Int64
+	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
+		_ = e.Request.Visit(e.Attr("href")) // already-visited and robots refusals are expected
+	})
+	c.OnResponse(func(*colly.Response) { responses.Add(1) })
+	c.OnError(func(*colly.Response, error) { errs.Add(1) })
+	start := time.Now()
+	for _, s := range o.Seeds {
+		// In async mode a seed may already have been reached by a link.
+		var visited *colly.AlreadyVisitedError
+		if err := c.Visit(s); err != nil && !errors.As(err, &visited) {
+			return st, fmt.Errorf("colly seed %s: %w", s, err)
+		}
+	}
+	c.Wait()
+	st.Responses, st.Errors, st.Elapsed = responses.Load(), errs.Load(), time.Since(start)
+	return st, ctx.Err()
+}

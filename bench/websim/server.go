@@ -1,0 +1,172 @@
+package websim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Request is one request as the server saw it.
+type Request struct {
+	Host       int
+	Path       string
+	Start, End time.Time
+	Status     int
+}
+
+// Server serves a Web: one listener per host address. It logs every request
+// and tracks, per host, how many requests are served at once.
+type Server struct {
+	web   *Web
+	hosts []*hostState
+	srvs  []*http.Server
+	wg    sync.WaitGroup
+}
+
+type hostState struct {
+	busy    atomic.Int32
+	maxBusy atomic.Int32
+	mu      sync.Mutex
+	log     []Request
+}
+
+// Serve starts listening on every host's address.
+func Serve(w *Web) (*Server, error) {
+	s := &Server{web: w, hosts: make([]*hostState, w.cfg.Hosts)}
+	for h := range s.hosts {
+		s.hosts[h] = &hostState{}
+		ln, err := net.Listen("tcp", w.Addr(h))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("websim: %w (on Linux all of 127.0.0.0/8 is loopback; elsewhere add the addresses)", err)
+		}
+		srv := &http.Server{Handler: s.handler(h), ReadHeaderTimeout: 10 * time.Second}
+		s.srvs = append(s.srvs, srv)
+		s.wg.Go(func() { _ = srv.Serve(ln) })
+	}
+	return s, nil
+}
+
+// Close stops every listener and waits for them.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, srv := range s.srvs {
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			_ = srv.Close()
+		}
+	}
+	s.wg.Wait()
+}
+
+// Reset forgets the request log and the concurrency peaks, for the next run.
+func (s *Server) Reset() {
+	for _, hs := range s.hosts {
+		hs.mu.Lock()
+		hs.log = nil
+		hs.mu.Unlock()
+		hs.maxBusy.Store(0)
+	}
+}
+
+// Log returns a copy of every request since the last Reset, host by host.
+func (s *Server) Log() [][]Request {
+	out := make([][]Request, len(s.hosts))
+	for h, hs := range s.hosts {
+		hs.mu.Lock()
+		out[h] = append([]Request(nil), hs.log...)
+		hs.mu.Unlock()
+	}
+	return out
+}
+
+// MaxConcurrent is the largest number of requests host h served at once.
+func (s *Server) MaxConcurrent(h int) int { return int(s.hosts[h].maxBusy.Load()) }
+
+func (s *Server) handler(h int) http.HandlerFunc {
+	hs := s.hosts[h]
+	return func(rw http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		n := hs.busy.Add(1)
+		for m := hs.maxBusy.Load(); n > m && !hs.maxBusy.CompareAndSwap(m, n); m = hs.maxBusy.Load() {
+		}
+		status := s.serve(h, rw, req)
+		hs.busy.Add(-1)
+		end := time.Now()
+		hs.mu.Lock()
+		hs.log = append(hs.log, Request{Host: h, Path: req.URL.RequestURI(), Start: start, End: end, Status: status})
+		hs.mu.Unlock()
+	}
+}
+
+func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
+	if d := s.web.latencies[h]; d > 0 {
+		time.Sleep(d)
+	}
+	path := req.URL.RequestURI()
+	res := s.web.Resolve(h, path)
+	switch {
+	case res.Kind == KindRobots:
+		rw.Header().Set("Content-Type", "text/plain")
+		_, _ = rw.Write([]byte(s.web.Robots()))
+	case res.Target != "":
+		rw.Header().Set("Location", res.Target)
+		rw.WriteHeader(res.Status)
+	case res.Status == 200:
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		body := s.web.Page(h, path)
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = rw.Write(body)
+	default:
+		http.NotFound(rw, req)
+	}
+	return res.Status
+}
+
+// filler is prose that pads pages to their size; slices of it are cheap.
+var filler = strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. ", 2200)
+
+var topicWords = []string{"astronomy", "baking", "cycling", "databases", "economics", "forestry", "genetics", "harbours", "immunology", "jazz"}
+
+// Page renders the HTML of page (h, path): a title, a topic line, and its
+// links as anchors spread between paragraphs of filler up to BodySize.
+func (w *Web) Page(h int, path string) []byte {
+	links := w.Links(h, path)
+	size := w.BodySize(h, path)
+	b := make([]byte, 0, size+256)
+	b = fmt.Appendf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host %d %s</title></head>\n<body>\n", h, html.EscapeString(path))
+	if t := w.Topic(h, path); t >= 0 {
+		word := topicWords[t%len(topicWords)]
+		b = fmt.Appendf(b, "<h1>About %s (topic %d)</h1>\n<p>%s %s %s.</p>\n", word, t, word, word, word)
+	}
+	// Paragraph budget shared between the gaps after each link.
+	linkBytes := 0
+	for _, l := range links {
+		linkBytes += 2*len(l.Href) + 24
+	}
+	gap := max(0, (size-len(b)-linkBytes-40)/(len(links)+1))
+	off := int(hashString(path)) & 0xffff
+	para := func() {
+		if gap > 0 {
+			o := off % (len(filler) - gap)
+			b = append(b, "<p>"...)
+			b = append(b, filler[o:o+gap]...)
+			b = append(b, "</p>\n"...)
+			off += 7919
+		}
+	}
+	para()
+	for _, l := range links {
+		b = fmt.Appendf(b, "<a href=\"%s\">%s</a>\n", l.Href, l.Href)
+		para()
+	}
+	return append(b, "</body></html>\n"...)
+}

@@ -1,0 +1,214 @@
+package websim
+
+import (
+	"net/url"
+	"sort"
+	"time"
+)
+
+// Truth is what a correct crawler of the web requests from the seeds: every
+// reachable URL that robots.txt allows (pages, redirects and 404s), each
+// once, and nothing else but robots.txt.
+type Truth struct {
+	URLs      map[string]Kind // absolute URL -> what it serves
+	Pages     int             // of which 200 pages
+	Redirects int
+	NotFound  int
+	// Disallowed are linked URLs robots.txt forbids: requesting one is a
+	// violation.
+	Disallowed int
+	// Traps are linked trap entrances (trap mode); not in URLs.
+	Traps int
+}
+
+// Truth walks the link graph breadth-first from the seeds.
+func (w *Web) Truth() Truth {
+	t := Truth{URLs: map[string]Kind{}}
+	disallowed := map[string]bool{}
+	traps := map[string]bool{}
+	queue := w.Seeds()
+	for _, s := range queue {
+		t.URLs[s] = KindPage
+	}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		h, path, ok := w.split(u)
+		if !ok {
+			continue
+		}
+		res := w.Resolve(h, path)
+		t.URLs[u] = res.Kind
+		var next []string
+		switch res.Kind {
+		case KindPage:
+			t.Pages++
+			for _, l := range w.Links(h, path) {
+				next = append(next, l.URL)
+			}
+		case KindRedirect:
+			t.Redirects++
+			next = append(next, res.Target)
+		case KindNotFound:
+			t.NotFound++
+		}
+		for _, v := range next {
+			if _, seen := t.URLs[v]; seen {
+				continue
+			}
+			vh, vp, ok := w.split(v)
+			switch {
+			case !ok:
+			case Disallowed(vp):
+				disallowed[v] = true
+			case w.Resolve(vh, vp).Kind == KindTrap:
+				traps[v] = true
+			default:
+				t.URLs[v] = KindPage // placeholder until visited
+				queue = append(queue, v)
+			}
+		}
+	}
+	t.Disallowed, t.Traps = len(disallowed), len(traps)
+	return t
+}
+
+// split parses an absolute URL of this web into host index and path.
+func (w *Web) split(u string) (int, string, bool) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return 0, "", false
+	}
+	h := w.HostOf(p.Host)
+	return h, p.RequestURI(), h >= 0
+}
+
+// Audit is what the server saw during one crawl, judged against the truth.
+type Audit struct {
+	Requests   int // every request, robots.txt included
+	Robots     int // robots.txt requests
+	Fetched    int // distinct URLs of the truth requested
+	Missing    int // URLs of the truth never requested
+	Duplicates int // requests of a URL already requested (robots.txt excluded)
+	Violations int // requests of URLs robots.txt disallows
+	TrapHits   int // requests of trap URLs
+	Unknown    int // other requests outside the truth
+	// MaxConcurrent is the most requests any one host served at once.
+	MaxConcurrent int
+	// MinGap is the smallest time between the end of one response and the
+	// start of the next request to the same host, over all hosts and all
+	// requests; MinGapPages leaves out robots.txt requests.
+	MinGap, MinGapPages time.Duration
+	// MeanGapPages is the average of those gaps: the delay plus whatever
+	// the crawler's own loop adds before it asks a host again, which bounds
+	// a polite crawl at hosts / (MeanGapPages + response time) pages/s.
+	MeanGapPages time.Duration
+	// GapsBelow counts gaps (pages only) shorter than the delay given to
+	// Judge.
+	GapsBelow int
+	// First and Last bound the crawl's requests in time.
+	First, Last time.Time
+}
+
+// Completeness is the share of the truth requested.
+func (a Audit) Completeness() float64 {
+	if a.Fetched+a.Missing == 0 {
+		return 0
+	}
+	return float64(a.Fetched) / float64(a.Fetched+a.Missing)
+}
+
+// Judge audits a request log (from Server.Log) against the truth; delay is
+// the politeness gap the crawler was given.
+func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, delay time.Duration) Audit {
+	a := Audit{MinGap: -1, MinGapPages: -1}
+	seen := map[string]bool{}
+	var gapSum time.Duration
+	gaps := 0
+	for h, reqs := range log {
+		if maxConcurrent != nil {
+			a.MaxConcurrent = max(a.MaxConcurrent, maxConcurrent(h))
+		}
+		reqs = append([]Request(nil), reqs...)
+		sort.Slice(reqs, func(i, j int) bool { return reqs[i].Start.Before(reqs[j].Start) })
+		origin := w.Origin(h)
+		var prevEnd, prevPageEnd time.Time
+		for _, r := range reqs {
+			a.Requests++
+			if a.First.IsZero() || r.Start.Before(a.First) {
+				a.First = r.Start
+			}
+			if r.End.After(a.Last) {
+				a.Last = r.End
+			}
+			if !prevEnd.IsZero() {
+				a.MinGap = minGap(a.MinGap, r.Start.Sub(prevEnd))
+			}
+			prevEnd = r.End
+			if r.Path == "/robots.txt" {
+				a.Robots++
+				continue
+			}
+			if !prevPageEnd.IsZero() {
+				g := r.Start.Sub(prevPageEnd)
+				a.MinGapPages = minGap(a.MinGapPages, g)
+				gapSum += g
+				gaps++
+				if g < delay {
+					a.GapsBelow++
+				}
+			}
+			prevPageEnd = r.End
+			u := origin + r.Path
+			if seen[u] {
+				a.Duplicates++
+				continue
+			}
+			seen[u] = true
+			switch _, ok := t.URLs[u]; {
+			case ok:
+				a.Fetched++
+			case Disallowed(r.Path):
+				a.Violations++
+			case w.Resolve(h, r.Path).Kind == KindTrap:
+				a.TrapHits++
+			default:
+				a.Unknown++
+			}
+		}
+	}
+	a.Missing = len(t.URLs) - a.Fetched
+	if gaps > 0 {
+		a.MeanGapPages = gapSum / time.Duration(gaps)
+	}
+	return a
+}
+
+func minGap(cur, g time.Duration) time.Duration {
+	if cur < 0 || g < cur {
+		return g
+	}
+	return cur
+}
+
+// Throughput buckets the requests of log (robots.txt excluded) per interval
+// since start: the crawl's pages per second over time.
+func Throughput(log [][]Request, start time.Time, every time.Duration) []float64 {
+	var out []float64
+	for _, reqs := range log {
+		for _, r := range reqs {
+			if r.Path == "/robots.txt" || r.Start.Before(start) {
+				continue
+			}
+			i := int(r.Start.Sub(start) / every)
+			for len(out) <= i {
+				out = append(out, 0)
+			}
+			out[i]++
+		}
+	}
+	for i := range out {
+		out[i] /= every.Seconds()
+	}
+	return out
+}
