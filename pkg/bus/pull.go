@@ -16,11 +16,26 @@ import (
 // requests of the stopping subscription: a loop that inflates delivery
 // counts until messages look poisonous.)
 func Pull(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstream.Msg, error) {
+	return pull(ctx, c, buffer, 0)
+}
+
+// PullBatches is Pull for consumers that take messages in batches (Batch,
+// Drain): the channel holds up to buffer messages, so that Drain sees every
+// message already pulled. With Pull's unbuffered channel, fed by one
+// goroutine, a batch is almost always one or two messages, and every batch
+// costs its consumer a store round trip. Do not use it for one-at-a-time
+// workers: a message waiting in the channel is not yet being worked on, and
+// one that waits longer than its ack wait is redelivered while still queued.
+func PullBatches(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan jetstream.Msg, error) {
+	return pull(ctx, c, buffer, buffer)
+}
+
+func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan jetstream.Msg, error) {
 	it, err := c.Messages(jetstream.PullMaxMessages(buffer))
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan jetstream.Msg)
+	out := make(chan jetstream.Msg, queue)
 	go func() {
 		<-ctx.Done()
 		it.Drain() // stop pulling; Next still returns what is buffered

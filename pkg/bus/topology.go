@@ -90,7 +90,17 @@ func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
 // idempotent and safe to run from many processes at once.
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	for _, sc := range t.streams() {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		sc.Replicas = Replicas(js)
+		var err error
+		for attempt := 1; attempt <= 5; attempt++ {
+			// Processes starting together race to create a stream; the
+			// loser may get "already in use" and finds it on a retry.
+			if _, err = js.CreateOrUpdateStream(ctx, sc); err == nil || !raced(err) {
+				break
+			}
+			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+		}
+		if err != nil {
 			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
 		}
 	}

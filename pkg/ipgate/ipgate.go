@@ -1,0 +1,303 @@
+// Package ipgate enforces politeness per IP address across every fetcher
+// replica of a crawl: at most Ceiling requests in flight to one address and
+// at least Gap between two request starts.
+//
+// Host partitions cannot see that many hosts share one server (shared
+// hosting, CDNs), so the per-host rules of the frontier do not bound the load
+// on an address. The gate is a lease table in a JetStream key-value bucket,
+// shared by all fetchers whether they run in one process or in many pods:
+// one key per address holding the leases in force and the earliest time of
+// the next start, changed only by compare-and-set on the key's revision.
+// A lease carries an expiry, so a fetcher that dies holding one blocks the
+// address for at most LeaseTTL.
+//
+// Times are the fetchers' wall clocks; skew between machines shortens or
+// lengthens the per-IP gap by the skew (the per-host gap of the frontier is
+// unaffected).
+package ipgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+)
+
+// Options configure a Gate.
+type Options struct {
+	// Ceiling is the most requests in flight to one address (0: no limit).
+	Ceiling int
+	// Gap is the least time between two request starts to one address.
+	Gap time.Duration
+	// LeaseTTL bounds how long a lease holds if its holder never releases
+	// it (a crashed fetcher); it should exceed the longest fetch.
+	LeaseTTL time.Duration
+}
+
+// Gate is the per-IP lease table. A nil *Gate lets everything through.
+type Gate struct {
+	kv  jetstream.KeyValue
+	o   Options
+	now func() time.Time
+
+	// last caches the value and revision this gate last wrote per key: the
+	// next compare-and-set on it usually succeeds without reading first
+	// (one round trip instead of two). A stale entry only costs a failed
+	// write and a read; its content is never trusted to refuse a request.
+	mu   sync.Mutex
+	last map[string]cached // guarded by mu
+}
+
+type cached struct {
+	e   entry
+	rev uint64
+}
+
+// maxCached bounds the cache; it is simply emptied when full.
+const maxCached = 10000
+
+// entry is the value stored per address.
+type entry struct {
+	// Leases maps lease IDs to their expiry (unix ms).
+	Leases map[string]int64 `json:"leases,omitempty"`
+	// Next is the earliest start of the next request (unix ms).
+	Next int64 `json:"next,omitempty"`
+}
+
+// maxCAS bounds compare-and-set retries under contention on one address.
+const maxCAS = 32
+
+// Open creates or binds the gate's bucket. It returns nil (no gate) when
+// neither a ceiling nor a gap is set.
+func Open(ctx context.Context, js jetstream.JetStream, bucket string, o Options) (*Gate, error) {
+	if o.Ceiling <= 0 && o.Gap <= 0 {
+		return nil, nil
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 2 * time.Minute
+	}
+	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "per-IP politeness leases", Storage: jetstream.FileStorage,
+		// Keys of idle addresses go away by themselves; a key in use is
+		// rewritten at every request, so it never ages out while needed.
+		TTL: max(o.LeaseTTL, o.Gap) + time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ip gate bucket %s: %w", bucket, err)
+	}
+	return &Gate{kv: kv, o: o, now: time.Now, last: map[string]cached{}}, nil
+}
+
+// Lease is a granted slot; Release gives it back.
+type Lease struct {
+	g   *Gate
+	key string
+	id  string
+}
+
+// Acquire tries once to take a slot for addr. It returns the lease, or nil
+// and how long to wait before trying again. An empty addr (unknown address)
+// is always granted.
+func (g *Gate) Acquire(ctx context.Context, addr string) (*Lease, time.Duration, error) {
+	if g == nil || addr == "" {
+		return nil, 0, nil
+	}
+	key := Key(addr)
+	id := nuid.Next()
+	for attempt := range maxCAS {
+		e, rev, ok := g.cachedEntry(key)
+		if attempt > 0 || !ok || g.wait(e, g.now().UnixMilli()) > 0 {
+			var err error
+			if e, rev, err = g.get(ctx, key); err != nil {
+				return nil, 0, err
+			}
+		}
+		now := g.now().UnixMilli()
+		e.prune(now)
+		if wait := g.wait(e, now); wait > 0 {
+			return nil, wait, nil
+		}
+		if e.Leases == nil {
+			e.Leases = map[string]int64{}
+		}
+		e.Leases[id] = now + g.o.LeaseTTL.Milliseconds()
+		e.Next = now + g.o.Gap.Milliseconds()
+		ok, err := g.put(ctx, key, e, rev)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			return &Lease{g: g, key: key, id: id}, 0, nil
+		}
+	}
+	return nil, 10 * time.Millisecond, nil // lost every race: try again soon
+}
+
+// wait is how long until e admits another request (0: now).
+func (g *Gate) wait(e entry, now int64) time.Duration {
+	var wait int64
+	if e.Next > now {
+		wait = e.Next - now
+	}
+	if g.o.Ceiling > 0 && len(e.Leases) >= g.o.Ceiling {
+		soonest := int64(-1)
+		for _, exp := range e.Leases {
+			if soonest < 0 || exp < soonest {
+				soonest = exp
+			}
+		}
+		// A lease usually ends long before it expires: poll well before.
+		wait = max(wait, min(soonest-now, 50))
+	}
+	return time.Duration(wait) * time.Millisecond
+}
+
+// Wait takes a slot for addr, waiting at most maxWait. It returns nil and
+// the remaining wait when the address stayed busy.
+func (g *Gate) Wait(ctx context.Context, addr string, maxWait time.Duration) (*Lease, time.Duration, error) {
+	deadline := time.Now().Add(maxWait)
+	for {
+		l, wait, err := g.Acquire(ctx, addr)
+		if err != nil || wait == 0 {
+			return l, 0, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, wait, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, wait, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Release gives the slot back. A nil lease is a no-op. Errors leave the
+// lease to expire by itself.
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	for attempt := range maxCAS {
+		e, rev, fromCache := l.g.cachedEntry(l.key)
+		if attempt > 0 || !fromCache {
+			fromCache = false
+			var err error
+			if e, rev, err = l.g.get(ctx, l.key); err != nil {
+				return err
+			}
+		}
+		if _, held := e.Leases[l.id]; !held {
+			if !fromCache {
+				return nil // expired and pruned already
+			}
+			l.g.forget(l.key) // the cache is behind: read
+			continue
+		}
+		delete(e.Leases, l.id)
+		e.prune(l.g.now().UnixMilli())
+		ok, err := l.g.put(ctx, l.key, e, rev)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return errors.New("ipgate: release: too much contention; the lease will expire")
+}
+
+// cachedEntry returns a copy of the last value this gate wrote for key.
+func (g *Gate) cachedEntry(key string) (entry, uint64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := g.last[key]
+	if !ok {
+		return entry{}, 0, false
+	}
+	e := entry{Next: c.e.Next, Leases: make(map[string]int64, len(c.e.Leases))}
+	for id, exp := range c.e.Leases {
+		e.Leases[id] = exp
+	}
+	return e, c.rev, true
+}
+
+func (g *Gate) remember(key string, e entry, rev uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.last) >= maxCached {
+		g.last = map[string]cached{}
+	}
+	g.last[key] = cached{e, rev}
+}
+
+func (g *Gate) forget(key string) {
+	g.mu.Lock()
+	delete(g.last, key)
+	g.mu.Unlock()
+}
+
+func (e *entry) prune(now int64) {
+	for id, exp := range e.Leases {
+		if exp <= now {
+			delete(e.Leases, id)
+		}
+	}
+}
+
+func (g *Gate) get(ctx context.Context, key string) (entry, uint64, error) {
+	kve, err := g.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return entry{}, 0, nil
+	}
+	if err != nil {
+		return entry{}, 0, fmt.Errorf("ipgate: get %s: %w", key, err)
+	}
+	var e entry
+	if err := json.Unmarshal(kve.Value(), &e); err != nil {
+		return entry{}, kve.Revision(), nil // unreadable: start afresh over it
+	}
+	return e, kve.Revision(), nil
+}
+
+// put writes e if the key is still at rev (0: the key must not exist). It
+// reports false when another fetcher changed the key first.
+func (g *Gate) put(ctx context.Context, key string, e entry, rev uint64) (bool, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return false, err
+	}
+	var newRev uint64
+	if rev == 0 {
+		newRev, err = g.kv.Create(ctx, key, data)
+	} else {
+		newRev, err = g.kv.Update(ctx, key, data, rev)
+	}
+	if err == nil {
+		g.remember(key, e, newRev)
+		return true, nil
+	}
+	g.forget(key)
+	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+		return false, nil
+	}
+	return false, fmt.Errorf("ipgate: put %s: %w", key, err)
+}
+
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return true
+	}
+	return strings.Contains(err.Error(), "wrong last sequence")
+}
+
+// Key is the bucket key of an address: KV keys allow no ':' (IPv6).
+func Key(addr string) string {
+	return strings.NewReplacer(":", "_", "%", "-").Replace(addr)
+}

@@ -1,0 +1,119 @@
+package ipgate
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+)
+
+// Several gates on one bucket (as several fetcher replicas) never let more
+// than Ceiling requests run on one address, and space their starts by Gap.
+func TestCeilingAndGapAcrossReplicas(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	const ceiling, gap = 2, 20 * time.Millisecond
+	var gates []*Gate
+	for range 3 {
+		g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: ceiling, Gap: gap, LeaseTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
+	}
+	var (
+		inFlight, peak atomic.Int32
+		mu             sync.Mutex
+		starts         []time.Time
+		other          atomic.Int32
+		wg             sync.WaitGroup
+	)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := gates[i%len(gates)]
+			for range 3 {
+				l, wait, err := g.Wait(ctx, "10.0.0.1", 10*time.Second)
+				if err != nil || l == nil {
+					t.Errorf("Wait: %v (wait %v)", err, wait)
+					return
+				}
+				n := inFlight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				mu.Lock()
+				starts = append(starts, time.Now())
+				mu.Unlock()
+				// Another address is not held up by this one.
+				if l2, _, err := g.Acquire(ctx, "2001:db8::1"); err == nil && l2 != nil {
+					other.Add(1)
+					_ = l2.Release(ctx)
+				}
+				time.Sleep(15 * time.Millisecond)
+				inFlight.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > ceiling || p < 1 {
+		t.Errorf("peak concurrency %d, ceiling %d", p, ceiling)
+	}
+	if len(starts) != 36 {
+		t.Fatalf("%d requests ran, want 36", len(starts))
+	}
+	for i := 1; i < len(starts); i++ {
+		// Starts are recorded just after the grant: allow a little jitter.
+		if d := starts[i].Sub(starts[i-1]); d < gap-5*time.Millisecond {
+			t.Errorf("start %d came %v after the previous one, gap %v", i, d, gap)
+		}
+	}
+	if other.Load() == 0 {
+		t.Error("a second address was never granted while the first was busy")
+	}
+}
+
+// A lease whose holder died expires; Release of a nil lease is harmless.
+func TestLeaseExpires(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1, LeaseTTL: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := g.Acquire(ctx, "10.0.0.2")
+	if err != nil || l == nil {
+		t.Fatalf("first Acquire: %v %v", l, err)
+	}
+	if l2, wait, err := g.Acquire(ctx, "10.0.0.2"); err != nil || l2 != nil || wait <= 0 {
+		t.Fatalf("second Acquire while held: %v %v %v", l2, wait, err)
+	}
+	time.Sleep(150 * time.Millisecond) // the holder "died"
+	if l3, wait, err := g.Acquire(ctx, "10.0.0.2"); err != nil || l3 == nil {
+		t.Fatalf("Acquire after expiry: %v %v %v", l3, wait, err)
+	}
+	if err := (*Lease)(nil).Release(ctx); err != nil {
+		t.Error(err)
+	}
+	var none *Gate
+	if l, wait, err := none.Acquire(ctx, "10.0.0.3"); l != nil || wait != 0 || err != nil {
+		t.Errorf("nil gate: %v %v %v", l, wait, err)
+	}
+	if g, err := Open(ctx, js, names.IPBucket(), Options{}); g != nil || err != nil {
+		t.Errorf("Open without limits = %v, %v; want no gate", g, err)
+	}
+}
+
+func TestKey(t *testing.T) {
+	for in, want := range map[string]string{"192.0.2.1": "192.0.2.1", "2001:db8::1": "2001_db8__1", "fe80::1%eth0": "fe80__1-eth0"} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
