@@ -10,7 +10,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/pkg/config"
-	"github.com/trawlerhq/trawler/pkg/crawlstate"
+	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
 var errInterrupted = app.ErrInterrupted
@@ -47,7 +47,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, a := range fs.Args() {
 		cfg.Seeds = append(cfg.Seeds, a) // "trawler run URL" works too
 	}
-	log := newLogger(stderr)
+	log := newLogger(stderr, cfg)
 	opts := app.RunOptions{Listen: listen}
 	if cfg.Progress {
 		opts.Progress = stderr
@@ -62,6 +62,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Out != "" {
 		fmt.Fprintf(stdout, "results: %s\n", cfg.Out)
 	}
+	printSummary(stdout, sum, cfg.Archive)
 	return err
 }
 
@@ -71,7 +72,7 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 		if err != nil {
 			return err
 		}
-		base := newLogger(stderr)
+		base := newLogger(stderr, cfg)
 		log := base.With("service", name)
 		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, base)
 		if err != nil {
@@ -84,6 +85,10 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 		}
 		if cfg.MetricsAddr != "" {
 			app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
+		}
+		if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: name, Services: []string{name},
+			Gatherer: d.Registry, Log: log}); err != nil {
+			log.Warn("no heartbeat: trawler status will not count this replica", "err", err)
 		}
 		owned := cfg.Partitions
 		if owned == "" {
@@ -110,7 +115,7 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "trawler seed: give seed URLs as arguments, --seed or --seeds-file")
 		return errUsage
 	}
-	d, err := app.OpenCluster(ctx, cfg, false, "trawler-seed", newLogger(stderr))
+	d, err := app.OpenCluster(ctx, cfg, false, "trawler-seed", newLogger(stderr, cfg))
 	if err != nil {
 		return err
 	}
@@ -118,52 +123,4 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	n, err := app.Seed(ctx, d, seeds)
 	fmt.Fprintf(stdout, "seeded %d URLs (scope %s, prefix %s)\n", n, cfg.Scope, cfg.Prefix)
 	return err
-}
-
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var wait bool
-	var every time.Duration
-	cfg, _, err := parse("status", args, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&wait, "wait", false, "print status until the crawl is finished, then exit 0")
-		fs.DurationVar(&every, "every", 2*time.Second, "interval between status lines with --wait")
-	})
-	if err != nil {
-		return err
-	}
-	d, err := app.OpenCluster(ctx, cfg, true, "trawler-status", newLogger(stderr))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	all, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
-	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: all, MaxPages: cfg.MaxPages}
-	print := func(s crawlstate.Snapshot) {
-		fmt.Fprintf(stdout, "%s fetched %d | parsed %d | queued %d (discovered %d, frontier intake %d, host queues %d) | in flight %d | parser backlog %d | dead letters %d\n",
-			s.At.Format(time.TimeOnly), s.Pages.LastSeq, s.Parsed.LastSeq, s.Queued(), s.Discovered.Msgs, s.Frontier.Msgs,
-			s.Store.Queued, s.Store.InFlight, s.ParserBacklog, s.DeadLetters)
-	}
-	if !wait {
-		s, err := w.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		print(s)
-		if s.Idle() {
-			fmt.Fprintln(stdout, "idle: nothing queued or in flight")
-		}
-		return nil
-	}
-	var lastShown time.Time
-	last, err := w.Wait(ctx, 250*time.Millisecond, func(s crawlstate.Snapshot) {
-		if s.At.Sub(lastShown) >= every {
-			print(s)
-			lastShown = s.At
-		}
-	})
-	if err != nil {
-		return errInterrupted
-	}
-	print(last)
-	fmt.Fprintln(stdout, "finished: every queue is empty and nothing is in flight")
-	return nil
 }

@@ -14,6 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/trawlerhq/trawler/internal/logging"
+	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 type command struct {
@@ -28,7 +31,10 @@ var commands = []command{
 	{"dedup", "[flags]", "run the dedup service against an external NATS and Redis", serviceCmd("dedup")},
 	{"frontier", "[flags]", "run the frontier service against an external NATS and Redis", serviceCmd("frontier")},
 	{"seed", "[flags] URL...", "inject seed URLs (and their scope) into a running pipeline", seedCmd},
-	{"status", "[flags]", "show a crawl's rates and queue depths; --wait blocks until it is finished", statusCmd},
+	{"status", "[flags]", "show a crawl's health: replicas, rates, queues, errors, dedup hit rates; --watch, --json, --wait", statusCmd},
+	{"tap", "[flags] SUBJECT", "print the messages flowing on a subject without disturbing the crawl", tapCmd},
+	{"archive", "--out DIR", "write WARC files of fetched pages and JSON Lines of parsed pages (a service)", archiveCmd},
+	{"cachesim", "--trace FILE [flags]", "simulate the URL cache policies at many sizes on a recorded fingerprint trace", cachesimCmd},
 }
 
 // errUsage means the message was printed already; exit 2.
@@ -84,10 +90,16 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "or a key of the --config YAML file; see 'trawler run -h' and docs/configuration.md.")
 }
 
-func newLogger(w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	if os.Getenv("TRAWLER_DEBUG") != "" {
-		level = slog.LevelDebug
+// newLogger logs in cfg's --log-format; JSON records also name the crawl
+// (--prefix) for collectors that gather several crawls' logs.
+func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
+	o := logging.Options{Format: cfg.LogFormat, Debug: os.Getenv("TRAWLER_DEBUG") != ""}
+	if cfg.LogFormat == logging.JSON {
+		o.Crawl = cfg.Prefix
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	log, err := logging.New(w, o)
+	if err != nil { // Validate refused the format already; stay usable anyway
+		log, _ = logging.New(w, logging.Options{Debug: o.Debug})
+	}
+	return log
 }

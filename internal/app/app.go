@@ -11,14 +11,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/ownership"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -48,7 +52,52 @@ type Deps struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry
 
+	// cluster is set by OpenCluster: stateful services without static
+	// --partitions then share partitions through leases.
+	cluster bool
+	// member is this process's place in the ownership table, once a
+	// dedup or frontier service joined it.
+	member atomic.Pointer[ownership.Member]
+
 	closers []func() error
+}
+
+// automaticOwnership tells whether dedup and frontier take their partitions
+// from the ownership table.
+func (d *Deps) automaticOwnership() bool { return d.cluster && d.Config.Partitions == "" }
+
+// joiner returns how service name joins the ownership table, or nil for
+// static partitions.
+func (d *Deps) joiner(ctx context.Context, name string) ownership.Joiner {
+	if !d.automaticOwnership() {
+		return nil
+	}
+	return func(h ownership.Handler) (*ownership.Member, error) {
+		m, err := ownership.Open(ctx, d.JS, d.Names.OwnersBucket(), ownership.Options{
+			Service: name, Replica: replicaID(), Partitions: d.Config.PartitionCount,
+			TTL: d.Config.PartitionLeaseTTL, Log: d.Log.With("service", name),
+		}, h)
+		if err == nil {
+			d.member.Store(m)
+		}
+		return m, err
+	}
+}
+
+// replicaID names this process in the ownership table: the host name (a
+// pod's name) and a random suffix, so a restarted pod is a new replica.
+func replicaID() string {
+	h, _ := os.Hostname()
+	h = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, h)
+	if h == "" {
+		h = "replica"
+	}
+	return h + "-" + nuid.Next()[:8]
 }
 
 // Close releases the connections in reverse order of opening.
@@ -119,6 +168,7 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 	if err != nil {
 		return nil, err
 	}
+	d.cluster = true
 	url := cfg.NATSURL
 	if url == "" {
 		url = nats.DefaultURL
@@ -131,7 +181,7 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 		if len(addrs) == 0 {
 			addrs = []string{"127.0.0.1:6379"}
 		}
-		st, err := store.OpenRedis(ctx, addrs, cfg.RedisCluster, d.Names.Prefix)
+		st, err := store.OpenRedis(ctx, addrs, cfg.RedisCluster, d.Names.Prefix, redisOptions(cfg)...)
 		if err != nil {
 			d.NC.Close()
 			return nil, err
@@ -151,6 +201,7 @@ func (d *Deps) finish(ctx context.Context) error {
 		d.Close()
 		return err
 	}
+	js = bus.WithReplicas(js, d.Config.Replicas)
 	d.JS = js
 	if err := Topology(d.Config, d.Names).Ensure(ctx, js); err != nil {
 		d.Close()
@@ -173,20 +224,21 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			return nil, errors.New("dedup needs a store (--redis)")
 		}
 		return dedup.New(dedup.Options{
-			JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount,
+			JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount, Join: d.joiner(ctx, name),
 			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
 			CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
-			ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP,
+			ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP, TraceDir: cfg.TraceDir,
 		}), nil
 	case "frontier":
 		if d.Store == nil {
 			return nil, errors.New("frontier needs a store (--redis)")
 		}
 		return frontier.New(frontier.Options{
-			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts,
+			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, name),
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, FetchTimeout: cfg.FetchTimeout,
 			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
-			Log: log, Registerer: d.Registry,
+			Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
+			Log:    log, Registerer: d.Registry,
 		}), nil
 	case "fetcher":
 		res, err := newResolver(cfg, d.Registry)
@@ -197,6 +249,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 			IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay,
+			IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
 				AllowedTypes: cfg.AllowedTypes, Resolver: res,
@@ -214,12 +267,16 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 				return nil, err
 			}
 		}
-		return parser.New(parser.Options{
+		po := parser.Options{
 			Recent: recent,
 			JS:     d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
 			MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
-			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
-		}), nil
+			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry, TraceDir: cfg.TraceDir,
+		}
+		if err := po.Configure(cfg); err != nil {
+			return nil, err
+		}
+		return parser.New(po), nil
 	}
 	known := append([]string(nil), Services...)
 	sort.Strings(known)

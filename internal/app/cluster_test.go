@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -106,9 +108,15 @@ func toUpper(s string) string {
 // (and Redis) connections, as four processes would.
 func startServices(t *testing.T, ctx context.Context, cfg config.Config) (stop func()) {
 	t.Helper()
+	return startServiceSet(t, ctx, cfg, app.Services...)
+}
+
+// startServiceSet runs the named services in this process.
+func startServiceSet(t *testing.T, ctx context.Context, cfg config.Config, names ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, name := range app.Services {
+	for _, name := range names {
 		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "test-"+name, testLogger(t))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -190,4 +198,79 @@ func TestClusterModePartitionsSplitAcrossReplicas(t *testing.T) {
 	stopLo()
 	stopHi()
 	assertFetchedOnce(t, f.site, f.expected())
+}
+
+// Automatic ownership: a second replica of every service joins during the
+// crawl (the partitions are rebalanced), then the first leaves; the crawl
+// ends with exactly the reachable set, each URL fetched once except within
+// the window of tasks in flight at the handover.
+func TestClusterModeOwnershipHandover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, seeds, want := generated(t)
+	cfg := clusterConfig(t, seeds)
+	cfg.PolitenessDelay = 20 * time.Millisecond
+	cfg.PartitionLeaseTTL = time.Second
+	if cfg.Partitions != "" {
+		t.Fatal("automatic ownership needs an empty --partitions")
+	}
+	stopA := startServices(t, ctx, cfg)
+	done := make(chan crawlstate.Snapshot, 1)
+	go func() { done <- seedAndWait(t, ctx, cfg) }()
+	waitRequests(t, s, len(want)/4, time.Minute)
+	stopB := startServices(t, ctx, cfg) // joins: takes its share
+	waitRequests(t, s, len(want)/2, time.Minute)
+	stopA() // leaves: hands its partitions to B
+	<-done
+	stopB()
+	assertResumed(t, s, want, 4, "")
+}
+
+// A frontier replica killed with SIGKILL mid-crawl: with automatic
+// ownership its partitions move to the surviving replica once their leases
+// expire, and the crawl ends with exactly the reachable set (repeats only
+// within the tasks in flight at the kill), politeness held.
+func TestClusterModeFrontierReplicaKill9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, seeds, want := generated(t)
+	cfg := clusterConfig(t, seeds)
+	cfg.PolitenessDelay = 20 * time.Millisecond
+	cfg.PartitionLeaseTTL = 2 * time.Second // the same in every process: it is the bucket's TTL
+	frontier := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(),
+			"TRAWLER_TEST_CHILD=service:frontier",
+			"TRAWLER_NATS="+cfg.NATSURL,
+			"TRAWLER_REDIS="+strings.Join(cfg.RedisAddrs, ","),
+			"TRAWLER_PREFIX="+cfg.Prefix,
+			"TRAWLER_PARTITION_COUNT="+strconv.Itoa(cfg.PartitionCount),
+			"TRAWLER_PARTITION_LEASE_TTL=2s",
+			"TRAWLER_POLITENESS_DELAY=20ms",
+			"TRAWLER_FETCH_TIMEOUT=30s",
+		)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	victim, survivor := frontier(), frontier()
+	_ = survivor
+	stop := startServiceSet(t, ctx, cfg, "dedup", "fetcher", "parser")
+	defer stop()
+	done := make(chan crawlstate.Snapshot, 1)
+	go func() { done <- seedAndWait(t, ctx, cfg) }()
+	waitRequests(t, s, len(want)/3, time.Minute)
+	if err := victim.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed a frontier replica after %d of %d URLs", len(pages(t, s)), len(want))
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("crawl did not finish after the kill")
+	}
+	assertResumed(t, s, want, 4, "")
 }

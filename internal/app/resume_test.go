@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,26 @@ import (
 // TestMain lets the test binary act as a `trawler run` child process that a
 // test can kill -9: settings come from TRAWLER_* variables, as in production.
 func TestMain(m *testing.M) {
+	if name, ok := strings.CutPrefix(os.Getenv("TRAWLER_TEST_CHILD"), "service:"); ok {
+		// One service of a cluster-mode crawl, as `trawler <name>` runs it.
+		cfg := testConfigFromEnv(newFlagSet())
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "child-"+name, log)
+		if err == nil {
+			var svc app.Runner
+			if svc, err = app.NewService(ctx, name, d); err == nil {
+				err = svc.Run(ctx)
+			}
+			d.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("TRAWLER_TEST_CHILD") == "run" {
 		fs := newFlagSet()
 		cfg := testConfigFromEnv(fs)

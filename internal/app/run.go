@@ -16,7 +16,10 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
+	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/services/archive"
 	"github.com/trawlerhq/trawler/services/fetcher"
 )
 
@@ -31,6 +34,8 @@ type Summary struct {
 	Queued      uint64        // URLs left queued (budget spent)
 	DeadLetters uint64        // messages parked on the dead-letter subjects
 	Elapsed     time.Duration // this run
+	// Counters are this run's trawler_* counters and gauges (heartbeat.Flatten).
+	Counters map[string]float64
 }
 
 // RunOptions are the all-in-one mode's extras.
@@ -67,6 +72,14 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
+	var arch *archive.Archive
+	if cfg.Archive != "" { // before the services: its consumer must see every page
+		if arch, err = startArchive(runCtx, d); err != nil {
+			return Summary{}, err
+		}
+	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
+		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
+	}
 	var wg sync.WaitGroup
 	runErr := make(chan error, len(Services)+1)
 	var fetch *fetcher.Service
@@ -88,6 +101,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	if cfg.MetricsAddr != "" {
 		ServeMetrics(runCtx, cfg.MetricsAddr, d, log)
+	}
+	if err := startHeartbeat(runCtx, d, arch != nil); err != nil {
+		log.Warn("no heartbeat: trawler status cannot attach to this crawl", "err", err)
 	}
 	var out *outWriter
 	if cfg.Out != "" {
@@ -122,10 +138,16 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 			return Summary{}, err
 		}
 	}
+	if arch != nil {
+		if err := arch.Finish(ctx, waitErr == nil); err != nil {
+			return Summary{}, fmt.Errorf("--archive: %w", err)
+		}
+	}
 	sum := Summary{
 		Fetched: fetch.Stats.Fetched.Load(), Errors: fetch.Stats.Errors.Load(),
 		Total: last.Pages.LastSeq, Queued: last.Queued(), DeadLetters: last.DeadLetters, Elapsed: time.Since(start),
 	}
+	sum.Counters, _ = heartbeat.Flatten(d.Registry)
 	select {
 	case err := <-runErr:
 		return sum, err
@@ -135,6 +157,30 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// startHeartbeat announces the process to `trawler status`, with the
+// store's totals: status cannot open the bbolt file this process holds.
+func startHeartbeat(ctx context.Context, d *Deps, archiving bool) error {
+	services := append([]string(nil), Services...)
+	if archiving {
+		services = append(services, "archive")
+	}
+	parts, _ := (&config.Config{PartitionCount: d.Config.PartitionCount}).OwnedPartitions()
+	return heartbeat.Start(ctx, heartbeat.Options{
+		JS: d.JS, Names: d.Names, Service: "run", Services: services, Gatherer: d.Registry, Every: time.Second,
+		StoreStats: func(ctx context.Context) (store.Stats, error) { return d.Store.Stats(ctx, parts) },
+		Log:        d.Log,
+	})
+}
+
+// startArchive runs the WARC and JSON Lines sinks of --archive.
+func startArchive(ctx context.Context, d *Deps) (*archive.Archive, error) {
+	cfg := d.Config
+	return archive.Start(ctx, archive.Options{
+		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
+		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
+	})
 }
 
 // outWriter is a tap on pages.parsed that appends one JSON line per fetched
@@ -177,7 +223,7 @@ func startOut(ctx context.Context, d *Deps, path string) (*outWriter, error) {
 		return nil, fmt.Errorf("--out consumer: %w", err)
 	}
 	octx, quit := context.WithCancel(context.WithoutCancel(ctx))
-	msgs, err := bus.Pull(octx, o.cons, 1024)
+	msgs, err := bus.PullBatches(octx, o.cons, 1024)
 	if err != nil {
 		quit()
 		f.Close()
@@ -292,13 +338,16 @@ func (o *outWriter) finish(drain bool) error {
 // progress draws one live status line: a rewritten line on a terminal, a
 // line every few seconds elsewhere.
 type progress struct {
-	w       io.Writer
-	tty     bool
-	start   time.Time
-	lastAt  time.Time
-	last    int64
-	rate    float64
-	shownAt time.Time
+	w      io.Writer
+	tty    bool
+	start  time.Time
+	lastAt time.Time
+	last   int64
+	rate   float64
+	// body bytes, for the byte rate
+	lastBytes int64
+	byteRate  float64
+	shownAt   time.Time
 }
 
 func newProgress(w io.Writer, start time.Time) *progress {
@@ -320,7 +369,9 @@ func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
 	if dt := s.At.Sub(p.lastAt).Seconds(); dt >= 1 {
 		inst := float64(fetched-p.last) / dt
 		p.rate = 0.5*p.rate + 0.5*inst // smooth the jitter of short intervals
-		p.last, p.lastAt = fetched, s.At
+		bytes := st.Bytes.Load()
+		p.byteRate = 0.5*p.byteRate + 0.5*float64(bytes-p.lastBytes)/dt
+		p.last, p.lastBytes, p.lastAt = fetched, bytes, s.At
 	}
 	every := 5 * time.Second
 	if p.tty {
@@ -330,12 +381,13 @@ func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
 		return
 	}
 	p.shownAt = s.At
-	rate := p.rate
+	rate, byteRate := p.rate, p.byteRate
 	if final {
-		rate = float64(fetched) / max(time.Since(p.start).Seconds(), 1e-3)
+		secs := max(time.Since(p.start).Seconds(), 1e-3)
+		rate, byteRate = float64(fetched)/secs, float64(st.Bytes.Load())/secs
 	}
-	line := fmt.Sprintf("done %d (%.1f/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
-		fetched, rate, s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
+	line := fmt.Sprintf("done %d (%.1f/s, %s/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
+		fetched, rate, HumanBytes(byteRate), s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
 	switch {
 	case p.tty && !final:
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
@@ -344,4 +396,18 @@ func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
 	default:
 		fmt.Fprintln(p.w, line)
 	}
+}
+
+// HumanBytes writes n bytes with a binary unit (KiB, MiB, ...).
+func HumanBytes(n float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f %s", n, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", n, units[i])
 }

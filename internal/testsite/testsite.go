@@ -36,6 +36,7 @@ type Host struct {
 	pages map[string]Page
 	busy  int            // requests being served now
 	spans [][2]time.Time // start and end of each request, guarded by mu
+	delay time.Duration  // added to every response of this host, guarded by mu
 }
 
 // Site is a set of hosts with shared request accounting.
@@ -87,6 +88,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	p, ok := h.pages[r.URL.RequestURI()]
+	hostDelay := h.delay
 	h.mu.Unlock()
 	start := time.Now()
 	defer func() {
@@ -100,7 +102,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests[h.Base+r.URL.RequestURI()]++
 	lat := s.Latency
 	s.mu.Unlock()
-	time.Sleep(lat + p.Delay)
+	time.Sleep(lat + hostDelay + p.Delay)
 
 	switch {
 	case !ok:
@@ -143,6 +145,22 @@ func cmp(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// SetDelay makes every response of h take d longer (a slow server).
+func (h *Host) SetDelay(d time.Duration) {
+	h.mu.Lock()
+	h.delay = d
+	h.mu.Unlock()
+}
+
+// Spans returns the start and end of every request h served, by start.
+func (h *Host) Spans() [][2]time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	spans := append([][2]time.Time(nil), h.spans...)
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0].Before(spans[j][0]) })
+	return spans
 }
 
 // Requests returns how often each URL was requested.

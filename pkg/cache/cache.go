@@ -5,7 +5,8 @@
 // caller asks the store and then calls Insert.
 //
 // Policies: CLOCK (the default), LRU, RANDOM and STATIC, plus the INFINITE
-// and MIN (Belady) bounds as trace simulations in sim.go. Every cache is a few
+// and MIN (Belady) bounds as trace simulations in sim.go; Trace (trace.go,
+// stack.go) runs them all on a recorded trace, LRU at every size in one pass. Every cache is a few
 // flat arrays allocated once for its capacity, with no per-entry heap
 // objects: RANDOM and STATIC a scatter table (table.go), CLOCK and LRU a dense
 // array of entries and an index (index.go). docs/cache.md gives bytes per

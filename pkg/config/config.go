@@ -34,26 +34,50 @@ type Config struct {
 	NATSURL      string   // --nats: external NATS URL (services); empty in run = embedded
 	RedisAddrs   []string // --redis: Redis addresses; several = client-side ring of shards
 	RedisCluster bool     // --redis-cluster: addresses are Redis Cluster seeds
-	DataDir      string   // --data-dir: embedded NATS and store (run), default ./trawler-data
-	Prefix       string   // --prefix: subject, stream and key prefix, default "trawler"
-	MetricsAddr  string   // --metrics-addr: serve /metrics here (empty: off)
+	// --redis-password: AUTH password of every Redis node (prefer the
+	// TRAWLER_REDIS_PASSWORD variable: flags show in ps)
+	RedisPassword string
+	RedisTLS      bool   // --redis-tls: connect to Redis over TLS
+	DataDir       string // --data-dir: embedded NATS and store (run), default ./trawler-data
+	Prefix        string // --prefix: subject, stream and key prefix, default "trawler"
+	MetricsAddr   string // --metrics-addr: serve /metrics here (empty: off)
+	LogFormat     string // --log-format: text or json, default text
 
 	// Partitioning.
-	PartitionCount int    // --partition-count: P, fixed for the life of a crawl, default 32
-	Partitions     string // --partitions: owned partitions, e.g. "0-7,12" (default all)
+	PartitionCount    int           // --partition-count: P, fixed for the life of a crawl, default 32
+	Partitions        string        // --partitions: owned partitions, e.g. "0-7,12" (default: all in run, automatic leases in cluster services)
+	PartitionLeaseTTL time.Duration // --partition-lease-ttl: lifetime of a partition lease (automatic ownership), default 15s
+	Replicas          int           // --replicas: JetStream replicas of streams and buckets, default 1
 
 	// Seeds and scope.
 	Seeds     []string // --seed (repeatable)
 	SeedsFile string   // --seeds-file: one URL per line, '#' comments
 	Scope     string   // --scope host|domain|any, default host
+	Allow     []string // --allow: URL patterns (regexp) to follow; none = all in scope (repeatable)
+	Deny      []string // --deny: URL patterns (regexp) never followed (repeatable)
+
+	// Parsing, canonical form and topical crawling (services/parser).
+	LinkKinds          []string // --link-kinds: elements links are taken from, default a,area,iframe,frame,refresh
+	SortQuery          bool     // --sort-query: sort query parameters in canonical URLs
+	DropParams         []string // --drop-params: query parameters removed ("tracking": the built-in list)
+	Topic              string   // --topic: keywords or a short text; empty = no topic
+	Scoring            string   // --scoring: breadth-first|best-first|sharksearch, default breadth-first
+	RelevanceThreshold float64  // --relevance-threshold: a page is relevant when A = 4B+C exceeds it, default 2
 
 	// Limits.
 	MaxPages     int // --max-pages: stop issuing fetches after N (0: no limit)
 	MaxDepth     int // --max-depth: links deeper than N are not followed (-1: no limit)
-	MaxURLLength int // --max-url-length: longer URLs are dropped, default 2048
+	MaxURLLength int // --max-url-length: longer URLs are dropped, default 256
+	// --max-pages-per-host: URLs issued per host over the crawl (0: no limit)
+	MaxPagesPerHost int
+	// --max-queue-per-host: URLs queued per host; the lowest-priority one
+	// goes when it is full (0: no limit), default 100000
+	MaxQueuePerHost int
 
 	// Politeness and fetching.
 	PolitenessDelay  time.Duration // --politeness-delay: gap between requests to a host, default 1s
+	IPMaxConcurrent  int           // --ip-max-concurrent: requests in flight per server IP address, all fetchers together, default 4 (0: no limit)
+	IPDelay          time.Duration // --ip-delay: gap between request starts per server IP address, default 0
 	PolitenessFactor float64       // --politeness-factor: gap >= k x last response time, default 10 (Mercator)
 	MaxCrawlDelay    time.Duration // --max-crawl-delay: cap on robots.txt Crawl-delay, default 30s
 	IgnoreRobots     bool          // --ignore-robots: do not fetch or obey robots.txt (default: obey)
@@ -84,6 +108,7 @@ type Config struct {
 	DedupExpectedURLs int     // --dedup-expected-urls: crawl size the Bloom filters are sized for
 	DedupBloomFP      float64 // --dedup-bloom-fp: target false-positive rate, default 0.01
 	SplitterCacheSize int     // --splitter-cache-size: links a parser remembers sending, default 50000 (0: off)
+	TraceDir          string  // --trace-dir: record fingerprint traces for `trawler cachesim` here (empty: off)
 
 	// Delivery.
 	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 10
@@ -92,6 +117,12 @@ type Config struct {
 	// Output (run).
 	Out      string // --out: JSON Lines file, one object per fetched URL
 	Progress bool   // --progress: live progress line on stderr (run), default true
+
+	// Archive (run, archive): WARC files of pages.fetched and JSON Lines of
+	// pages.parsed go to this directory (services/archive).
+	Archive        string        // --archive: directory (empty: off)
+	ArchiveMaxSize int64         // --archive-max-size: complete a file at this size, default 1 GiB
+	ArchiveMaxAge  time.Duration // --archive-max-age: complete a file at this age, default 1h
 }
 
 // DefaultUserAgent identifies the crawler with a contact URL, as polite crawlers do.
@@ -102,18 +133,35 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.NATSURL, "nats", "", "NATS URL of an external JetStream server (services default to nats://127.0.0.1:4222; run embeds one when empty)")
 	fs.Var((*listFlag)(&c.RedisAddrs), "redis", "Redis address(es), comma-separated; several form a client-side ring of shards (services default to 127.0.0.1:6379)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis addresses as Redis Cluster seed nodes")
+	fs.StringVar(&c.RedisPassword, "redis-password", "", "Redis AUTH password (prefer TRAWLER_REDIS_PASSWORD: flags are visible to other processes)")
+	fs.BoolVar(&c.RedisTLS, "redis-tls", false, "connect to Redis over TLS, verifying the server against the system roots (SSL_CERT_FILE / SSL_CERT_DIR add a private CA)")
 	fs.StringVar(&c.DataDir, "data-dir", "./trawler-data", "directory for the embedded NATS server and store (run)")
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "prefix of subjects, streams and store keys; lets several crawls share one NATS and Redis")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9090 (empty: off)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format on stderr: text (logfmt-like) or json (one object per line, for log collectors)")
 	fs.IntVar(&c.PartitionCount, "partition-count", 32, "number of host partitions P; fixed for the life of a crawl")
-	fs.StringVar(&c.Partitions, "partitions", "", "partitions this replica owns, e.g. 0-7,12 (default: all)")
+	fs.StringVar(&c.Partitions, "partitions", "", "partitions this replica owns, e.g. 0-7,12 (default: all in run; dedup and frontier services share them automatically through leases)")
+	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the crawl's JetStream streams and key-value buckets on a NATS cluster (3 survives the loss of a node; 1 on a single server)")
+	fs.DurationVar(&c.PartitionLeaseTTL, "partition-lease-ttl", 15*time.Second, "lifetime of a partition lease with automatic ownership: a dead replica's partitions move after at most this long")
 	fs.Var((*appendFlag)(&c.Seeds), "seed", "seed URL (repeatable)")
 	fs.StringVar(&c.SeedsFile, "seeds-file", "", "file of seed URLs, one per line ('#' starts a comment)")
 	fs.StringVar(&c.Scope, "scope", ScopeHost, "which links to follow: host (the seeds' hosts), domain (their registrable domains) or any")
+	fs.Var((*appendFlag)(&c.Allow), "allow", "follow only URLs matching this regular expression (repeatable; none: every URL in scope)")
+	fs.Var((*appendFlag)(&c.Deny), "deny", "never follow URLs matching this regular expression (repeatable; wins over --allow)")
+	fs.Var((*listFlag)(&c.LinkKinds), "link-kinds", "elements links are taken from, comma-separated: a, area, link, img, iframe, frame, script, form, refresh, or all (default a,area,iframe,frame,refresh)")
+	fs.BoolVar(&c.SortQuery, "sort-query", false, "sort query parameters in canonical URLs (keys the crawl: keep it for the crawl's life)")
+	fs.Var((*listFlag)(&c.DropParams), "drop-params", "query parameters removed from URLs, comma-separated; \"tracking\" adds the built-in list of tracking and session parameters")
+	fs.StringVar(&c.Topic, "topic", "", "topic of a focused crawl: keywords or a short text")
+	fs.StringVar(&c.Scoring, "scoring", "breadth-first", "link scoring: breadth-first, best-first (parent page's relevance) or sharksearch (needs --topic)")
+	fs.Float64Var(&c.RelevanceThreshold, "relevance-threshold", 2, "a page is relevant when its relevance A = 4*title + body similarity (0..5) exceeds this")
 	fs.IntVar(&c.MaxPages, "max-pages", 0, "stop issuing fetches after this many (0: no limit)")
 	fs.IntVar(&c.MaxDepth, "max-depth", -1, "do not follow links deeper than this many hops from a seed (-1: no limit)")
-	fs.IntVar(&c.MaxURLLength, "max-url-length", 2048, "drop URLs longer than this")
+	fs.IntVar(&c.MaxURLLength, "max-url-length", 256, "drop URLs longer than this")
+	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 0, "issue at most this many URLs of one host over the crawl, against spider traps (0: no limit)")
+	fs.IntVar(&c.MaxQueuePerHost, "max-queue-per-host", 100000, "queue at most this many URLs per host; beyond it the lowest-priority URL is dropped (0: no limit)")
 	fs.DurationVar(&c.PolitenessDelay, "politeness-delay", time.Second, "minimum gap between two requests to one host")
+	fs.IntVar(&c.IPMaxConcurrent, "ip-max-concurrent", 4, "most requests in flight to one server IP address, across all fetchers (0: no limit)")
+	fs.DurationVar(&c.IPDelay, "ip-delay", 0, "least time between two request starts to one server IP address, across all fetchers")
 	fs.Float64Var(&c.PolitenessFactor, "politeness-factor", 10, "a host also rests this many times its last response time (Mercator's k)")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", 30*time.Second, "cap on a robots.txt Crawl-delay")
 	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")
@@ -140,9 +188,13 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.DedupExpectedURLs, "dedup-expected-urls", 10_000_000, "distinct URLs the crawl is expected to see; sizes the Bloom filters")
 	fs.Float64Var(&c.DedupBloomFP, "dedup-bloom-fp", 0.01, "Bloom filter false-positive rate at --dedup-expected-urls")
 	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
+	fs.StringVar(&c.TraceDir, "trace-dir", "", "record URL fingerprint traces here for `trawler cachesim`: dedup's full trace and the parser's cross subtrace (empty: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", 10*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the work streams")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
+	fs.StringVar(&c.Archive, "archive", "", "write WARC files of every fetched page and JSON Lines of parsed pages to this directory (run, archive)")
+	fs.Int64Var(&c.ArchiveMaxSize, "archive-max-size", 1<<30, "complete an archive file once it has this many bytes")
+	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", time.Hour, "complete an archive file this long after it was opened")
 	fs.BoolVar(&c.Progress, "progress", true, "show a live progress line on stderr (run)")
 }
 
@@ -172,6 +224,9 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
 	if c.PartitionCount < 1 || c.PartitionCount > 4096 {
 		errs = append(errs, fmt.Errorf("--partition-count %d: want 1..4096", c.PartitionCount))
 	}
@@ -182,6 +237,15 @@ func (c *Config) Validate() error {
 	case ScopeHost, ScopeDomain, ScopeAny:
 	default:
 		errs = append(errs, fmt.Errorf("--scope %q: want host, domain or any", c.Scope))
+	}
+	switch c.Scoring {
+	case "breadth-first":
+	case "best-first", "sharksearch":
+		if strings.TrimSpace(c.Topic) == "" {
+			errs = append(errs, fmt.Errorf("--scoring %s needs a --topic", c.Scoring))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--scoring %q: want breadth-first, best-first or sharksearch", c.Scoring))
 	}
 	if c.MaxPages < 0 {
 		errs = append(errs, fmt.Errorf("--max-pages %d: want 0 (no limit) or more", c.MaxPages))
@@ -194,6 +258,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PolitenessDelay < 0 {
 		errs = append(errs, fmt.Errorf("--politeness-delay %s: must not be negative", c.PolitenessDelay))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("--replicas %d: want 1..5", c.Replicas))
+	}
+	if c.MaxPagesPerHost < 0 || c.MaxQueuePerHost < 0 || c.IPMaxConcurrent < 0 || c.IPDelay < 0 {
+		errs = append(errs, errors.New("--max-pages-per-host, --max-queue-per-host, --ip-max-concurrent and --ip-delay must not be negative"))
 	}
 	if c.PolitenessFactor < 0 || c.MaxCrawlDelay < 0 {
 		errs = append(errs, errors.New("--politeness-factor and --max-crawl-delay must not be negative"))

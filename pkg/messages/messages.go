@@ -31,6 +31,9 @@ type Link struct {
 	Depth int    `json:"depth"`
 	// Hops counts consecutive redirects that led to this URL (0 for a link).
 	Hops int `json:"hops,omitempty"`
+	// Score is the link's priority for a best-first crawl (higher first), set
+	// by the parser's topical scorer; 0 when the crawl is breadth-first.
+	Score float64 `json:"score,omitempty"`
 }
 
 // Discovered is published on <prefix>.discovered.<p>: the URLs of one source
@@ -63,6 +66,7 @@ type FetchTask struct {
 	URL       string    `json:"url"`
 	Depth     int       `json:"depth"`
 	Hops      int       `json:"hops,omitempty"`
+	Score     float64   `json:"score,omitempty"`
 	Attempt   int       `json:"attempt"`
 	IssuedAt  time.Time `json:"issued_at"`
 	Deadline  time.Time `json:"deadline"`
@@ -144,6 +148,25 @@ type Parsed struct {
 	Outlinks []string `json:"outlinks"`
 	// Queued counts the outlinks handed on to dedup (in scope, within depth).
 	Queued int `json:"queued"`
+	// Text is the page's visible text (no script or style), whitespace
+	// collapsed, capped at 64 KiB; Headings the text of its h1-h6.
+	Text     string   `json:"text,omitempty"`
+	Headings []string `json:"headings,omitempty"`
+	// Lang is the document language (<html lang>, else Content-Language).
+	Lang string `json:"lang,omitempty"`
+	// Charset is the encoding the body was decoded from.
+	Charset string `json:"charset,omitempty"`
+	// Canonical is the page's rel=canonical URL, canonicalized.
+	Canonical string `json:"canonical,omitempty"`
+	// NoIndex and NoFollow are the page's robots directives (meta robots,
+	// X-Robots-Tag); a nofollow page's outlinks are listed but not queued.
+	NoIndex  bool `json:"noindex,omitempty"`
+	NoFollow bool `json:"nofollow,omitempty"`
+	// Relevance is the page's topical relevance A = 4*title + body cosine
+	// similarity, in [0, 5], when the crawl has a topic (absent otherwise);
+	// Relevant says it passed the crawl's threshold.
+	Relevance *float64 `json:"relevance,omitempty"`
+	Relevant  bool     `json:"relevant,omitempty"`
 }
 
 // DeadLetter is published on <prefix>.dlq.<service> for a message that could

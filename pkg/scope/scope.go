@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -41,7 +42,7 @@ type Scope struct {
 
 // Open creates the bucket if needed and starts watching it until ctx ends.
 func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Scope, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: names.ScopeBucket(), Description: "crawl scope: seed hosts and domains", Storage: jetstream.FileStorage,
 	})
 	if err != nil {

@@ -24,12 +24,15 @@ import (
 //
 // Layout: a top-level bucket "p/<n>" per partition holding the sub-buckets
 // seen (8-byte big-endian fingerprint -> empty), queue (host 0x00 8-byte
-// big-endian order -> JSON Queued), inflight (host -> JSON InFlight) and meta
-// (counters, 8-byte big-endian), plus a "global" bucket for the page budget.
+// rank 8-byte order -> JSON Queued, see rank), inflight (host -> JSON
+// InFlight), rest (host -> 8-byte unix ms NotBefore), issued (host -> 8-byte
+// URLs issued, for the host budget) and meta (counters, 8-byte big-endian),
+// plus a "global" bucket for the page budget.
 // Every mutating method is a single bbolt transaction, so it is atomic and
 // durable (fsynced) when it returns.
 type Bolt struct {
-	db *bolt.DB
+	db     *bolt.DB
+	limits Limits
 }
 
 var _ Store = (*Bolt)(nil)
@@ -44,6 +47,8 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketInFlight = []byte("inflight")
 	bucketMeta     = []byte("meta")
+	bucketRest     = []byte("rest")
+	bucketIssued   = []byte("issued")
 )
 
 // Meta and global counter keys.
@@ -55,6 +60,7 @@ const (
 	metaSeen     = "seen" // fingerprints in the seen bucket
 	metaHead     = "head" // lowest queue order number in use (Expire pushes below it)
 	metaTail     = "tail" // next queue order number for an append
+	metaDropped  = "dropped"
 	globalIssued = "issued"
 )
 
@@ -82,6 +88,8 @@ func OpenBolt(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
+	// Batches: see update. Short, because a lone caller waits this long.
+	db.MaxBatchDelay = 2 * time.Millisecond
 	return &Bolt{db: db}, nil
 }
 
@@ -225,6 +233,9 @@ func (b *Bolt) Scan(ctx context.Context, p int, fn func(fps []uint64) error) err
 	}
 }
 
+// SetLimits sets the per-host limits; see Limits.
+func (b *Bolt) SetLimits(l Limits) { b.limits = l }
+
 // Apply applies one intake batch; see Frontier.Apply.
 func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, done []Done) (bool, error) {
 	if err := checkArgs(ctx, p); err != nil {
@@ -236,6 +247,7 @@ func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, d
 	}
 	applied := false
 	err = b.update(func(tx *bolt.Tx) error {
+		applied = false
 		var last uint64
 		if old := readPart(tx, p); old != nil {
 			last = getU64(old.Bucket(bucketMeta), metaApplied)
@@ -248,13 +260,27 @@ func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, d
 			return err
 		}
 		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+		rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
 
 		tail := getU64Or(meta, metaTail, orderStart)
+		added, dropped := uint64(0), uint64(0)
 		for _, it := range items {
-			if err := queue.Put(queueKey(it.host, tail), it.data); err != nil {
+			if b.limits.HostBudget > 0 && getU64(issued, it.host) >= uint64(b.limits.HostBudget) {
+				dropped++
+				continue
+			}
+			if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
 				return err
 			}
 			tail++
+			added++
+			if b.limits.HostQueue > 0 && queueLen(queue, it.host) > b.limits.HostQueue {
+				if err := queue.Delete(queueTail(queue, it.host)); err != nil {
+					return err
+				}
+				added--
+				dropped++
+			}
 		}
 		freed := int64(0)
 		for _, d := range done {
@@ -268,14 +294,20 @@ func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, d
 			if err := inflight.Delete([]byte(d.Host)); err != nil {
 				return err
 			}
+			if !d.NotBefore.IsZero() {
+				if err := rest.Put([]byte(d.Host), be64(uint64(d.NotBefore.UnixMilli()))); err != nil {
+					return err
+				}
+			}
 			freed++
 		}
 		applied = true
 		return putMeta(meta,
 			kv{metaTail, tail},
 			kv{metaApplied, seq},
-			kv{metaEnqueued, getU64(meta, metaEnqueued) + uint64(len(items))},
-			kv{metaQueued, getU64(meta, metaQueued) + uint64(len(items))},
+			kv{metaEnqueued, getU64(meta, metaEnqueued) + added},
+			kv{metaQueued, getU64(meta, metaQueued) + added},
+			kv{metaDropped, getU64(meta, metaDropped) + dropped},
 			kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
 		)
 	})
@@ -292,13 +324,25 @@ func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
 	}
 	var out []InFlight
 	err := b.update(func(tx *bolt.Tx) error {
+		out = nil
 		part := readPart(tx, p) // sub-buckets are created together with it
 		if part == nil {
 			return nil
 		}
 		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+		rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
+		var dropped uint64
 		for _, r := range reqs {
 			if validHost(r.Host) != nil || inflight.Get([]byte(r.Host)) != nil {
+				continue
+			}
+			n := getU64(issued, r.Host)
+			if b.limits.HostBudget > 0 && n >= uint64(b.limits.HostBudget) {
+				d, err := dropQueue(queue, r.Host)
+				if err != nil {
+					return err
+				}
+				dropped += uint64(d)
 				continue
 			}
 			key, val := queueHead(queue, r.Host)
@@ -320,11 +364,18 @@ func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
 			if err := inflight.Put([]byte(r.Host), data); err != nil {
 				return err
 			}
+			if err := issued.Put([]byte(r.Host), be64(n+1)); err != nil {
+				return err
+			}
+			if err := rest.Delete([]byte(r.Host)); err != nil {
+				return err
+			}
 			out = append(out, in)
 		}
 		n := uint64(len(out))
 		return putMeta(meta,
-			kv{metaQueued, getU64(meta, metaQueued) - n},
+			kv{metaQueued, getU64(meta, metaQueued) - n - dropped},
+			kv{metaDropped, getU64(meta, metaDropped) + dropped},
 			kv{metaInFlight, getU64(meta, metaInFlight) + n},
 		)
 	})
@@ -341,6 +392,7 @@ func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttemp
 	}
 	requeued := false
 	err := b.update(func(tx *bolt.Tx) error {
+		requeued = false
 		part := readPart(tx, p)
 		if part == nil {
 			return nil
@@ -360,7 +412,7 @@ func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttemp
 				return err
 			}
 			head := getU64Or(meta, metaHead, orderStart) - 1
-			if err := part.Bucket(bucketQueue).Put(queueKey(host, head), data); err != nil {
+			if err := part.Bucket(bucketQueue).Put(queueKey(host, rank(retry(in).Link), head), data); err != nil {
 				return err
 			}
 			counters = append(counters, kv{metaHead, head}, kv{metaQueued, getU64(meta, metaQueued) + 1})
@@ -374,16 +426,22 @@ func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttemp
 	return requeued, nil
 }
 
-// Load returns partition p's applied sequence and its non-idle hosts.
+// Load returns partition p's applied sequence and its non-idle hosts, and
+// forgets politeness times that have passed.
 func (b *Bolt) Load(ctx context.Context, p int) (PartitionState, error) {
 	if err := checkArgs(ctx, p); err != nil {
 		return PartitionState{}, err
 	}
 	var st PartitionState
-	err := b.view(func(tx *bolt.Tx) error {
+	now := time.Now()
+	err := b.update(func(tx *bolt.Tx) error {
+		st = PartitionState{}
 		part := readPart(tx, p)
 		if part == nil {
 			return nil
+		}
+		if _, err := writePart(tx, p); err != nil { // sub-buckets of older files
+			return err
 		}
 		st.Applied = getU64(part.Bucket(bucketMeta), metaApplied)
 		hosts := map[string]*HostState{}
@@ -415,6 +473,28 @@ func (b *Bolt) Load(ctx context.Context, p int) (PartitionState, error) {
 		})
 		if err != nil {
 			return err
+		}
+		rest := part.Bucket(bucketRest)
+		var past [][]byte
+		err = rest.ForEach(func(k, v []byte) error {
+			if len(v) != 8 {
+				return fmt.Errorf("store: partition %d: corrupt rest entry of host %q", p, k)
+			}
+			at := time.UnixMilli(int64(binary.BigEndian.Uint64(v)))
+			if !at.After(now) {
+				past = append(past, slices.Clone(k))
+				return nil
+			}
+			state(string(k)).NotBefore = at
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range past {
+			if err := rest.Delete(k); err != nil {
+				return err
+			}
 		}
 		st.Hosts = sortedHosts(hosts)
 		return nil
@@ -460,6 +540,7 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 			s.Queued += int64(getU64(meta, metaQueued))
 			s.InFlight += int64(getU64(meta, metaInFlight))
 			s.Enqueued += getU64(meta, metaEnqueued)
+			s.Dropped += getU64(meta, metaDropped)
 		}
 		return nil
 	})
@@ -467,7 +548,12 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 }
 
 // update and view map bbolt's "not open" to ErrClosed.
-func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.db.Update(fn)) }
+// update runs fn in a write transaction shared with the concurrent callers
+// of the last few milliseconds (bbolt's Batch): the 32 frontier partitions
+// and dedup of the all-in-one mode then pay one fsync per batch instead of
+// one each, which was most of their time. fn may run more than once (when
+// another fn of the batch fails), so it must set its results afresh.
+func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.db.Batch(fn)) }
 func (b *Bolt) view(fn func(*bolt.Tx) error) error   { return boltErr(b.db.View(fn)) }
 
 func boltErr(err error) error {
@@ -488,7 +574,7 @@ func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta} {
+	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta, bucketRest, bucketIssued} {
 		if _, err := part.CreateBucketIfNotExists(name); err != nil {
 			return nil, err
 		}
@@ -499,31 +585,82 @@ func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
 // be64 encodes fingerprints and counters: big-endian sorts like the numbers.
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// queueKey is host 0x00 order: seeking to host 0x00 lands on the host's head,
-// and hosts never contain 0x00 (validHost), so one host's keys never mix with
-// another's whose name it is a prefix of.
-func queueKey(host string, order uint64) []byte {
-	k := make([]byte, 0, len(host)+9)
+// queueKey is host 0x00 rank order: seeking to host 0x00 lands on the host's
+// head (best rank, then oldest), and hosts never contain 0x00 (validHost), so
+// one host's keys never mix with another's whose name it is a prefix of.
+func queueKey(host string, rank, order uint64) []byte {
+	k := make([]byte, 0, len(host)+queueKeyTail)
 	k = append(k, host...)
 	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, rank)
 	return binary.BigEndian.AppendUint64(k, order)
 }
 
+const queueKeyTail = 17 // 0x00, rank, order
+
 func hostOfQueueKey(k []byte) (string, bool) {
-	if len(k) < 9 || k[len(k)-9] != 0 {
+	if len(k) < queueKeyTail || k[len(k)-queueKeyTail] != 0 {
 		return "", false
 	}
-	return string(k[:len(k)-9]), true
+	return string(k[:len(k)-queueKeyTail]), true
 }
 
 // queueHead returns the key and value of host's first queued URL, or nil.
 func queueHead(queue *bolt.Bucket, host string) (key, val []byte) {
 	prefix := append([]byte(host), 0)
 	k, v := queue.Cursor().Seek(prefix)
-	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+16 {
 		return nil, nil
 	}
 	return k, v
+}
+
+// queueTail returns the key of host's last (lowest-priority) queued URL.
+func queueTail(queue *bolt.Bucket, host string) []byte {
+	c := queue.Cursor()
+	after := append([]byte(host), 1) // the first key past host's range
+	k, _ := c.Seek(after)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, append([]byte(host), 0)) || len(k) != len(host)+queueKeyTail {
+		return nil
+	}
+	return slices.Clone(k)
+}
+
+// queueLen counts host's queued URLs (a scan of its range: used only when a
+// queue cap is set).
+func queueLen(queue *bolt.Bucket, host string) int {
+	prefix := append([]byte(host), 0)
+	n := 0
+	c := queue.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == len(prefix)+16 {
+			n++
+		}
+	}
+	return n
+}
+
+// dropQueue deletes all of host's queued URLs and returns how many.
+func dropQueue(queue *bolt.Bucket, host string) (int, error) {
+	prefix := append([]byte(host), 0)
+	var keys [][]byte
+	c := queue.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == len(prefix)+16 {
+			keys = append(keys, slices.Clone(k))
+		}
+	}
+	for _, k := range keys {
+		if err := queue.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 func getInFlight(b *bolt.Bucket, p int, host string) (InFlight, bool, error) {
@@ -587,6 +724,7 @@ func validHost(h string) error {
 
 type encodedQueued struct {
 	host string
+	rank uint64
 	data []byte
 }
 
@@ -605,7 +743,7 @@ func encodeQueued(enqueue []Queued) ([]encodedQueued, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: encode %s: %w", q.Link.URL, err)
 		}
-		out[i] = encodedQueued{q.Host, data}
+		out[i] = encodedQueued{q.Host, rank(q.Link), data}
 	}
 	return out, nil
 }
@@ -621,6 +759,7 @@ func newInFlight(p int, q Queued, r Issue) InFlight {
 			URL:       q.Link.URL,
 			Depth:     q.Link.Depth,
 			Hops:      q.Link.Hops,
+			Score:     q.Link.Score,
 			Attempt:   q.Attempt,
 			IssuedAt:  r.IssuedAt,
 			Deadline:  r.Deadline,
@@ -634,7 +773,7 @@ func retry(in InFlight) Queued {
 	t := in.Task
 	return Queued{
 		Host:    t.Host,
-		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops},
+		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Score: t.Score},
 		Attempt: t.Attempt + 1,
 	}
 }

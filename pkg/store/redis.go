@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
 // Redis is the Store of the cluster mode. Every key of partition p carries
@@ -23,9 +25,14 @@ import (
 //	<prefix>:{<prefix>:p7}:seen:<d>:<i> sorted 8-byte big-endian fingerprints
 //	                                   whose top d bits are i (redis_seen.go)
 //	<prefix>:{<prefix>:p7}:hosts       set of hosts with a queue or a task in flight
-//	<prefix>:{<prefix>:p7}:q:<host>    list of JSON Queued, head first
+//	<prefix>:{<prefix>:p7}:q:<host>    sorted set (all scores 0) of members
+//	                                   rank(16 hex) order(16 hex) JSON Queued:
+//	                                   lexicographic order is queue order
 //	<prefix>:{<prefix>:p7}:inflight    hash host -> JSON InFlight
-//	<prefix>:{<prefix>:p7}:meta        hash applied, queued, inflight, enqueued
+//	<prefix>:{<prefix>:p7}:rest        hash host -> unix ms NotBefore
+//	<prefix>:{<prefix>:p7}:issued      hash host -> URLs issued (host budget)
+//	<prefix>:{<prefix>:p7}:meta        hash applied, queued, inflight, enqueued,
+//	                                   dropped, head, tail
 //	<prefix>:{<prefix>:global}:budget  pages issued so far (crawl-wide)
 //
 // JSON is only ever written by Go: scripts move strings around and compare
@@ -38,6 +45,7 @@ type Redis struct {
 	bad    error // invalid prefix, reported by every call
 	closed atomic.Bool
 	geoms  sync.Map // partition -> seenGeom, the seen set's bucket geometry as last seen
+	limits atomic.Pointer[Limits]
 }
 
 var _ Store = (*Redis)(nil)
@@ -58,19 +66,20 @@ func NewRedis(c redis.UniversalClient, prefix string) *Redis {
 
 // OpenRedis connects and pings: one address is a single Redis, several are a
 // client-side Ring of independent shards, cluster=true is a Redis Cluster
-// (addrs are seed nodes).
-func OpenRedis(ctx context.Context, addrs []string, cluster bool, prefix string) (*Redis, error) {
+// (addrs are seed nodes). opts add credentials and TLS.
+func OpenRedis(ctx context.Context, addrs []string, cluster bool, prefix string, opts ...RedisOption) (*Redis, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("store: no redis address")
 	}
+	conn := newRedisConn(opts)
 	var c redis.UniversalClient
 	switch {
 	case cluster:
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		c = redis.NewClusterClient(conn.cluster(addrs))
 	case len(addrs) == 1:
-		c = redis.NewClient(&redis.Options{Addr: addrs[0]})
+		c = redis.NewClient(conn.single(addrs[0]))
 	default:
-		c = newRing(addrs)
+		c = newRing(addrs, conn)
 	}
 	r := NewRedis(c, prefix)
 	if r.bad != nil {
@@ -90,7 +99,7 @@ func OpenRedis(ctx context.Context, addrs []string, cluster bool, prefix string)
 // partition on one shard. The heartbeat never marks a shard down: rehashing a
 // down shard's partitions onto the others would silently split durable state,
 // so calls on its partitions fail instead until it is back.
-func newRing(addrs []string) *redis.Ring {
+func newRing(addrs []string, conn redisConn) *redis.Ring {
 	shards := make(map[string]string, len(addrs))
 	for _, a := range addrs {
 		shards[a] = a
@@ -98,6 +107,7 @@ func newRing(addrs []string) *redis.Ring {
 	return redis.NewRing(&redis.RingOptions{
 		Addrs:       shards,
 		HeartbeatFn: func(context.Context, *redis.Client) bool { return true },
+		Username:    conn.username, Password: conn.password, TLSConfig: conn.tls,
 	})
 }
 
@@ -142,6 +152,8 @@ func (r *Redis) hostsKey(p int) string           { return r.base(p) + ":hosts" }
 func (r *Redis) queueKey(p int, h string) string { return r.base(p) + ":q:" + h }
 func (r *Redis) inflightKey(p int) string        { return r.base(p) + ":inflight" }
 func (r *Redis) metaKey(p int) string            { return r.base(p) + ":meta" }
+func (r *Redis) restKey(p int) string            { return r.base(p) + ":rest" }
+func (r *Redis) issuedKey(p int) string          { return r.base(p) + ":issued" }
 func (r *Redis) budgetKey() string {
 	return r.prefix + ":{" + r.prefix + ":global}:budget"
 }
@@ -183,9 +195,25 @@ func redisErr(err error) error {
 
 // ---- frontier ----
 
-// applyScript: KEYS = meta, hosts, inflight, q:<host_1..H>;
-// ARGV = seq, H, host_1..H, E, E x (host index, JSON Queued),
-// D, D x (host index, expected in-flight JSON to free).
+// queueMember is a queue entry: the rank and order prefixes make the
+// lexicographic order of a sorted set with equal scores the queue order.
+// Scripts build members from the rank (computed here) and an order number
+// they take from the partition's meta hash: 2^52 + tail for an append,
+// 2^52 + head (head <= 0, counting down) for a push to the front; Lua's
+// doubles hold those exactly.
+const queueMemberPrefix = 32
+
+func queuedOfMember(m string) string {
+	if len(m) < queueMemberPrefix {
+		return ""
+	}
+	return m[queueMemberPrefix:]
+}
+
+// applyScript: KEYS = meta, hosts, inflight, rest, issued, q:<host_1..H>;
+// ARGV = seq, host budget, queue cap, H, host_1..H,
+// E, E x (host index, rank hex, JSON Queued),
+// D, D x (host index, expected in-flight JSON to free, NotBefore ms or "").
 // Sequences are compared as decimal strings: Lua numbers are doubles, and a
 // uint64 stream sequence must compare exactly.
 var applyScript = redis.NewScript(`
@@ -195,16 +223,30 @@ local function above(a, b)
 end
 local applied = redis.call('HGET', KEYS[1], 'applied') or '0'
 if not above(ARGV[1], applied) then return 0 end
-local h = tonumber(ARGV[2])
+local budget, qcap = tonumber(ARGV[2]), tonumber(ARGV[3])
+local h = tonumber(ARGV[4])
 local hosts = {}
-for i = 1, h do hosts[i] = ARGV[2 + i] end
-local a = 3 + h
+for i = 1, h do hosts[i] = ARGV[4 + i] end
+local a = 5 + h
 local e = tonumber(ARGV[a]); a = a + 1
+local added, dropped = 0, 0
 for _ = 1, e do
   local i = tonumber(ARGV[a])
-  redis.call('RPUSH', KEYS[3 + i], ARGV[a + 1])
-  redis.call('SADD', KEYS[2], hosts[i])
-  a = a + 2
+  local q = KEYS[5 + i]
+  if budget > 0 and tonumber(redis.call('HGET', KEYS[5], hosts[i]) or '0') >= budget then
+    dropped = dropped + 1
+  else
+    local order = redis.call('HINCRBY', KEYS[1], 'tail', 1)
+    redis.call('ZADD', q, 0, ARGV[a + 1] .. string.format('%016x', 4503599627370496 + order) .. ARGV[a + 2])
+    redis.call('SADD', KEYS[2], hosts[i])
+    added = added + 1
+    if qcap > 0 and redis.call('ZCARD', q) > qcap then
+      redis.call('ZPOPMAX', q)
+      added = added - 1
+      dropped = dropped + 1
+    end
+  end
+  a = a + 3
 end
 local d = tonumber(ARGV[a]); a = a + 1
 local freed = 0
@@ -213,16 +255,30 @@ for _ = 1, d do
   if redis.call('HGET', KEYS[3], hosts[i]) == ARGV[a + 1] then
     redis.call('HDEL', KEYS[3], hosts[i])
     freed = freed + 1
-    if redis.call('LLEN', KEYS[3 + i]) == 0 then redis.call('SREM', KEYS[2], hosts[i]) end
+    if ARGV[a + 2] ~= '' then redis.call('HSET', KEYS[4], hosts[i], ARGV[a + 2]) end
+    if redis.call('ZCARD', KEYS[5 + i]) == 0 then redis.call('SREM', KEYS[2], hosts[i]) end
   end
-  a = a + 2
+  a = a + 3
 end
-redis.call('HINCRBY', KEYS[1], 'queued', e)
-redis.call('HINCRBY', KEYS[1], 'enqueued', e)
+if added > 0 then
+  redis.call('HINCRBY', KEYS[1], 'queued', added)
+  redis.call('HINCRBY', KEYS[1], 'enqueued', added)
+end
+if dropped > 0 then redis.call('HINCRBY', KEYS[1], 'dropped', dropped) end
 if freed > 0 then redis.call('HINCRBY', KEYS[1], 'inflight', -freed) end -- never '-0'
 redis.call('HSET', KEYS[1], 'applied', ARGV[1])
 return 1
 `)
+
+// SetLimits sets the per-host limits; see Limits.
+func (r *Redis) SetLimits(l Limits) { r.limits.Store(&l) }
+
+func (r *Redis) currentLimits() Limits {
+	if l := r.limits.Load(); l != nil {
+		return *l
+	}
+	return Limits{}
+}
 
 // Apply applies one intake batch; see Frontier.Apply.
 func (r *Redis) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, done []Done) (bool, error) {
@@ -239,7 +295,7 @@ func (r *Redis) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, 
 	}
 
 	// Every queue key the script touches is passed in KEYS (Cluster rule).
-	keys := []string{r.metaKey(p), r.hostsKey(p), r.inflightKey(p)}
+	keys := []string{r.metaKey(p), r.hostsKey(p), r.inflightKey(p), r.restKey(p), r.issuedKey(p)}
 	var hosts []any
 	index := map[string]int{}
 	hostIndex := func(h string) int {
@@ -254,13 +310,18 @@ func (r *Redis) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, 
 	var tail []any
 	tail = append(tail, len(items))
 	for _, it := range items {
-		tail = append(tail, hostIndex(it.host), it.data)
+		tail = append(tail, hostIndex(it.host), rankHexOf(it.rank), it.data)
 	}
 	tail = append(tail, len(frees))
 	for _, f := range frees {
-		tail = append(tail, hostIndex(f.host), f.data)
+		notBefore := ""
+		if !f.notBefore.IsZero() {
+			notBefore = strconv.FormatInt(f.notBefore.UnixMilli(), 10)
+		}
+		tail = append(tail, hostIndex(f.host), f.data, notBefore)
 	}
-	args := append([]any{strconv.FormatUint(seq, 10), len(hosts)}, hosts...)
+	l := r.currentLimits()
+	args := append([]any{strconv.FormatUint(seq, 10), l.HostBudget, l.HostQueue, len(hosts)}, hosts...)
 	args = append(args, tail...)
 
 	ok, err := applyScript.Run(ctx, r.c, keys, args...).Int()
@@ -270,9 +331,16 @@ func (r *Redis) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, 
 	return ok == 1, nil
 }
 
+// inFlightPrefix is how json.Marshal starts an InFlight of task id (the
+// field order of InFlight and messages.FetchTask); store_test pins it.
+func inFlightPrefix(id string) string {
+	return `{"task":{"v":` + strconv.Itoa(messages.Version) + `,"id":` + strconv.Quote(id) + `,`
+}
+
 type encodedInFlight struct {
-	host string
-	data string
+	host      string
+	data      string
+	notBefore time.Time
 }
 
 // readForApply reads the applied sequence and, for each done whose task ID
@@ -312,32 +380,56 @@ func (r *Redis) readForApply(ctx context.Context, p int, done []Done) (uint64, [
 		if v == "" {
 			continue
 		}
+		// Go writes the task ID near the start of the entry: the common
+		// case (the done matches) needs no JSON decode.
+		if strings.HasPrefix(v, inFlightPrefix(d.TaskID)) {
+			frees = append(frees, encodedInFlight{d.Host, v, d.NotBefore})
+			continue
+		}
 		in, err := decodeInFlight([]byte(v))
 		if err != nil {
 			return 0, nil, fmt.Errorf("store: corrupt in-flight entry %s[%s]: %w", inflight, d.Host, err)
 		}
 		if in.Task.ID == d.TaskID {
-			frees = append(frees, encodedInFlight{d.Host, v})
+			frees = append(frees, encodedInFlight{d.Host, v, d.NotBefore})
 		}
 	}
 	return applied, frees, nil
 }
 
-// popScript: KEYS = meta, inflight, q:<host_1..N>; ARGV = N x (host,
-// expected head JSON, in-flight JSON). Returns the indexes issued.
+// popScript: KEYS = meta, inflight, rest, issued, hosts, q:<host_1..N>;
+// ARGV = host budget, N x (host, expected head member, in-flight JSON).
+// Returns the indexes issued.
 var popScript = redis.NewScript(`
-local issued = {}
-for i = 1, #KEYS - 2 do
-  local host, head, task = ARGV[3*i - 2], ARGV[3*i - 1], ARGV[3*i]
-  if redis.call('HEXISTS', KEYS[2], host) == 0 and redis.call('LINDEX', KEYS[2 + i], 0) == head then
-    redis.call('LPOP', KEYS[2 + i])
-    redis.call('HSET', KEYS[2], host, task)
-    issued[#issued + 1] = i
+local budget = tonumber(ARGV[1])
+local issued, dropped = {}, 0
+for i = 1, #KEYS - 5 do
+  local host, head, task = ARGV[3*i - 1], ARGV[3*i], ARGV[3*i + 1]
+  local q = KEYS[5 + i]
+  if redis.call('HEXISTS', KEYS[2], host) == 0 then
+    if budget > 0 and tonumber(redis.call('HGET', KEYS[4], host) or '0') >= budget then
+      local c = redis.call('ZCARD', q)
+      if c > 0 then
+        redis.call('DEL', q)
+        dropped = dropped + c
+      end
+      redis.call('SREM', KEYS[5], host)
+    elseif redis.call('ZRANGE', q, 0, 0)[1] == head then
+      redis.call('ZREM', q, head)
+      redis.call('HSET', KEYS[2], host, task)
+      redis.call('HINCRBY', KEYS[4], host, 1)
+      redis.call('HDEL', KEYS[3], host)
+      issued[#issued + 1] = i
+    end
   end
 end
 if #issued > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued', -#issued)
   redis.call('HINCRBY', KEYS[1], 'inflight', #issued)
+end
+if dropped > 0 then
+  redis.call('HINCRBY', KEYS[1], 'queued', -dropped)
+  redis.call('HINCRBY', KEYS[1], 'dropped', dropped)
 end
 return issued
 `)
@@ -351,15 +443,15 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{r.metaKey(p), r.inflightKey(p)}
-	var args []any
+	keys := []string{r.metaKey(p), r.inflightKey(p), r.restKey(p), r.issuedKey(p), r.hostsKey(p)}
+	args := []any{r.currentLimits().HostBudget}
 	var cands []InFlight
 	for i, req := range reqs {
 		if heads[i] == "" {
 			continue
 		}
 		var q Queued
-		if err := json.Unmarshal([]byte(heads[i]), &q); err != nil {
+		if err := json.Unmarshal([]byte(queuedOfMember(heads[i])), &q); err != nil {
 			return nil, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, req.Host), err)
 		}
 		in := newInFlight(p, q, req)
@@ -388,15 +480,15 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 	return out, nil
 }
 
-// heads reads the head of each requested host's queue in one pipeline ("" =
-// empty queue or invalid host).
+// heads reads the head member of each requested host's queue in one
+// pipeline ("" = empty queue or invalid host).
 func (r *Redis) heads(ctx context.Context, p int, reqs []Issue) ([]string, error) {
 	out := make([]string, len(reqs))
-	cmds := make([]*redis.StringCmd, len(reqs))
+	cmds := make([]*redis.StringSliceCmd, len(reqs))
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, req := range reqs {
 			if validHost(req.Host) == nil {
-				cmds[i] = pipe.LIndex(ctx, r.queueKey(p, req.Host), 0)
+				cmds[i] = pipe.ZRange(ctx, r.queueKey(p, req.Host), 0, 0)
 			}
 		}
 		return nil
@@ -405,26 +497,27 @@ func (r *Redis) heads(ctx context.Context, p int, reqs []Issue) ([]string, error
 		return nil, err
 	}
 	for i, c := range cmds {
-		if c != nil {
-			out[i] = c.Val()
+		if c != nil && len(c.Val()) > 0 {
+			out[i] = c.Val()[0]
 		}
 	}
 	return out, nil
 }
 
 // expireScript: KEYS = meta, hosts, inflight, q:<host>; ARGV = host, expected
-// in-flight JSON, JSON Queued to push at the head ("" = drop).
-// Returns 1 requeued, 0 dropped, -1 in-flight entry changed (ignored).
+// in-flight JSON, rank hex, JSON Queued to put first among its rank ("" =
+// drop). Returns 1 requeued, 0 dropped, -1 in-flight entry changed (ignored).
 var expireScript = redis.NewScript(`
 if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return -1 end
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'inflight', -1)
-if ARGV[3] ~= '' then
-  redis.call('LPUSH', KEYS[4], ARGV[3])
+if ARGV[4] ~= '' then
+  local order = redis.call('HINCRBY', KEYS[1], 'head', -1)
+  redis.call('ZADD', KEYS[4], 0, ARGV[3] .. string.format('%016x', 4503599627370496 + order) .. ARGV[4])
   redis.call('HINCRBY', KEYS[1], 'queued', 1)
   return 1
 end
-if redis.call('LLEN', KEYS[4]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
+if redis.call('ZCARD', KEYS[4]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
 return 0
 `)
 
@@ -451,16 +544,17 @@ func (r *Redis) Expire(ctx context.Context, p int, host, taskID string, maxAttem
 	if in.Task.ID != taskID {
 		return false, nil
 	}
-	requeue := ""
+	requeue, rk := "", ""
 	if in.Task.Attempt < maxAttempts {
-		data, err := json.Marshal(retry(in))
+		q := retry(in)
+		data, err := json.Marshal(q)
 		if err != nil {
 			return false, err
 		}
-		requeue = string(data)
+		requeue, rk = string(data), rankHex(q.Link)
 	}
 	keys := []string{r.metaKey(p), r.hostsKey(p), inflight, r.queueKey(p, host)}
-	res, err := expireScript.Run(ctx, r.c, keys, host, cur, requeue).Int()
+	res, err := expireScript.Run(ctx, r.c, keys, host, cur, rk, requeue).Int()
 	if err != nil {
 		return false, fmt.Errorf("store: expire in %s: %w", r.base(p), redisErr(err))
 	}
@@ -475,11 +569,12 @@ func (r *Redis) Load(ctx context.Context, p int) (PartitionState, error) {
 	meta, inflight := r.metaKey(p), r.inflightKey(p)
 	var appliedCmd *redis.StringCmd
 	var hostsCmd *redis.StringSliceCmd
-	var flightCmd *redis.MapStringStringCmd
+	var flightCmd, restCmd *redis.MapStringStringCmd
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		appliedCmd = pipe.HGet(ctx, meta, "applied")
 		hostsCmd = pipe.SMembers(ctx, r.hostsKey(p))
 		flightCmd = pipe.HGetAll(ctx, inflight)
+		restCmd = pipe.HGetAll(ctx, r.restKey(p))
 		return nil
 	})
 	if err != nil {
@@ -507,8 +602,30 @@ func (r *Redis) Load(ctx context.Context, p int) (PartitionState, error) {
 	if err := r.queueLengths(ctx, p, states); err != nil {
 		return PartitionState{}, err
 	}
+	now := time.Now()
+	var past []string
+	for h, v := range restCmd.Val() {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return PartitionState{}, fmt.Errorf("store: corrupt rest entry %s[%s]: %w", r.restKey(p), h, err)
+		}
+		at := time.UnixMilli(ms)
+		if !at.After(now) {
+			past = append(past, h)
+			continue
+		}
+		if states[h] == nil {
+			states[h] = &HostState{Host: h}
+		}
+		states[h].NotBefore = at
+	}
+	if len(past) > 0 { // forget politeness times that have passed
+		if err := r.c.HDel(ctx, r.restKey(p), past...).Err(); err != nil {
+			return PartitionState{}, redisErr(err)
+		}
+	}
 	for h, s := range states {
-		if s.Queued == 0 && s.InFlight == nil {
+		if s.Queued == 0 && s.InFlight == nil && s.NotBefore.IsZero() {
 			delete(states, h)
 		}
 	}
@@ -524,7 +641,7 @@ func (r *Redis) queueLengths(ctx context.Context, p int, states map[string]*Host
 	lens := make(map[string]*redis.IntCmd, len(states))
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for h := range states {
-			lens[h] = pipe.LLen(ctx, r.queueKey(p, h))
+			lens[h] = pipe.ZCard(ctx, r.queueKey(p, h))
 		}
 		return nil
 	})
@@ -572,7 +689,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		budget = pipe.Get(ctx, r.budgetKey())
 		for i, p := range partitions {
-			metas[i] = pipe.HMGet(ctx, r.metaKey(p), "queued", "inflight", "enqueued")
+			metas[i] = pipe.HMGet(ctx, r.metaKey(p), "queued", "inflight", "enqueued", "dropped")
 		}
 		return nil
 	})
@@ -585,7 +702,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	}
 	for i, p := range partitions {
 		v := metas[i].Val()
-		var c [3]int64
+		var c [4]int64
 		for j := range c {
 			str, _ := v[j].(string)
 			if str == "" {
@@ -598,6 +715,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 		s.Queued += c[0]
 		s.InFlight += c[1]
 		s.Enqueued += uint64(c[2])
+		s.Dropped += uint64(c[3])
 	}
 	return s, nil
 }

@@ -64,6 +64,9 @@ type InFlight struct {
 type Done struct {
 	Host   string
 	TaskID string
+	// NotBefore is when the host may be fetched again (its politeness gap);
+	// kept with the host so a restarted frontier holds it too.
+	NotBefore time.Time
 }
 
 // Issue asks to pop the head URL of Host and record it in flight as task
@@ -76,11 +79,13 @@ type Issue struct {
 	LeaseUntil time.Time
 }
 
-// HostState is a host with queued URLs or a task in flight.
+// HostState is a host with queued URLs, a task in flight or a politeness
+// gap still running.
 type HostState struct {
-	Host     string
-	Queued   int
-	InFlight *InFlight // nil when no task is in flight
+	Host      string
+	Queued    int
+	InFlight  *InFlight // nil when no task is in flight
+	NotBefore time.Time // zero, or when the host may next be fetched
 }
 
 // PartitionState is what a frontier loads when it takes a partition over.
@@ -96,21 +101,33 @@ type Stats struct {
 	InFlight int64  // tasks issued and not done
 	Enqueued uint64 // URLs ever queued (monotonic: a change means work moved)
 	Issued   uint64 // budget taken so far (global, see TakeBudget)
+	Dropped  uint64 // URLs dropped by the per-host limits (see Limits)
 }
 
-// Frontier is the frontier's durable state: per-host FIFO queues, tasks in
-// flight, an apply counter and the intake log that make replays harmless.
+// Frontier is the frontier's durable state: per-host priority queues, tasks
+// in flight, hosts' politeness times, an apply counter and the intake log that
+// make replays harmless.
+//
+// A host's queue is ordered by a higher Link.Score first, then a smaller
+// depth, then arrival: breadth-first by depth when no URL carries a score,
+// best-first when they do.
 type Frontier interface {
+	// SetLimits sets the per-host limits applied from now on.
+	SetLimits(Limits)
+
 	// Apply atomically applies one intake batch of partition p whose highest
-	// stream sequence is seq: enqueue appends URLs at the tail of their hosts'
-	// queues, done frees hosts whose in-flight task ID matches (others are
-	// stale and ignored). If seq is not above the partition's applied
-	// sequence the batch was applied before: nothing changes and ok is false.
+	// stream sequence is seq: enqueue adds URLs to their hosts' queues (a
+	// host over its budget takes none; a full queue drops its lowest-priority
+	// URL), done frees hosts whose in-flight task ID matches (others are
+	// stale and ignored) and records their NotBefore. If seq is not above the
+	// partition's applied sequence the batch was applied before: nothing
+	// changes and ok is false.
 	Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, done []Done) (ok bool, err error)
 
 	// Pop removes the head URL of each requested host (which must have no task
 	// in flight) and records it in flight, atomically per host. It returns the
-	// tasks in request order; a host whose queue turned out empty is skipped.
+	// tasks in request order; a host whose queue turned out empty is skipped,
+	// and so is one whose budget is spent (its queue is dropped).
 	Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
 
 	// Expire handles a task whose lease ran out: when attempts remain
@@ -121,7 +138,7 @@ type Frontier interface {
 	Expire(ctx context.Context, p int, host, taskID string, maxAttempts int) (requeued bool, err error)
 
 	// Load returns partition p's applied sequence and every host with queued
-	// URLs or a task in flight.
+	// URLs, a task in flight or a NotBefore still ahead.
 	Load(ctx context.Context, p int) (PartitionState, error)
 
 	// TakeBudget atomically takes up to n units of the crawl-wide page budget

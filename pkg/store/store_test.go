@@ -35,6 +35,10 @@ func runSuite(t *testing.T, newStore backend) {
 		{"ApplyReplay", testApplyReplay},
 		{"IntakeLog", testIntakeLog},
 		{"FIFO", testFIFO},
+		{"Order", testOrder},
+		{"HostBudget", testHostBudget},
+		{"HostQueueCap", testHostQueueCap},
+		{"NotBefore", testNotBefore},
 		{"StaleDone", testStaleDone},
 		{"PopSkips", testPopSkips},
 		{"Expire", testExpire},
@@ -121,7 +125,7 @@ func checkPlacement(t *testing.T, addrs []string, cluster bool, parts int) {
 		if len(shards) != 1 {
 			t.Errorf("keys of %s are spread over %d shards", tag, len(shards))
 		}
-		if tag != prefix+":global" && len(kinds[tag]) != 5 {
+		if tag != prefix+":global" && !(kinds[tag]["seen"] && kinds[tag]["hosts"] && kinds[tag]["q"] && kinds[tag]["inflight"] && kinds[tag]["meta"]) {
 			t.Errorf("%s has key kinds %v, want seen, hosts, q, inflight, meta", tag, kinds[tag])
 		}
 	}
@@ -243,7 +247,7 @@ func testFIFO(t *testing.T, open opener) {
 	s := open()
 	const p = 1
 	mustApply(t, s, p, 1, []Queued{
-		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 2, Hops: 1}},
+		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 1, Hops: 1}},
 		q("b", "http://b/1"),
 		q("a", "http://a/2"),
 	}, nil)
@@ -257,7 +261,7 @@ func testFIFO(t *testing.T, open opener) {
 	want := InFlight{
 		Task: messages.FetchTask{
 			V: messages.Version, ID: "t-a1", Partition: p, Host: "a", URL: "http://a/1",
-			Depth: 2, Hops: 1, Attempt: 1, IssuedAt: iss.IssuedAt, Deadline: iss.Deadline,
+			Depth: 1, Hops: 1, Attempt: 1, IssuedAt: iss.IssuedAt, Deadline: iss.Deadline,
 		},
 		LeaseUntil: iss.LeaseUntil,
 	}
@@ -349,7 +353,7 @@ func testExpire(t *testing.T, open opener) {
 	s, ctx := open(), context.Background()
 	const p, maxAttempts = 6, 3
 	mustApply(t, s, p, 1, []Queued{
-		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 3, Hops: 2}},
+		{Host: "a", Link: messages.Link{URL: "http://a/1", Depth: 1, Hops: 2}},
 		q("a", "http://a/2"),
 	}, nil)
 	mustPop(t, s, p, issue("a", "t1"))
@@ -373,7 +377,7 @@ func testExpire(t *testing.T, open opener) {
 				t.Fatalf("attempt %d: nothing popped", attempt)
 			}
 			tk := in[0].Task
-			if tk.URL != "http://a/1" || tk.Attempt != attempt || tk.Depth != 3 || tk.Hops != 2 {
+			if tk.URL != "http://a/1" || tk.Attempt != attempt || tk.Depth != 1 || tk.Hops != 2 {
 				t.Fatalf("attempt %d: task %s", attempt, dump(tk))
 			}
 		}
@@ -595,7 +599,7 @@ func TestBoltCorrupt(t *testing.T) {
 	mustApply(t, s, 0, 1, []Queued{q("a.example", "http://a.example/")}, nil)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		part := readPart(tx, 0)
-		if err := part.Bucket(bucketQueue).Put(queueKey("a.example", 0), []byte("{not json")); err != nil {
+		if err := part.Bucket(bucketQueue).Put(queueKey("a.example", 0, 0), []byte("{not json")); err != nil {
 			return err
 		}
 		return part.Bucket(bucketInFlight).Put([]byte("b.example"), []byte("[]"))
@@ -620,7 +624,7 @@ func TestRedisCorrupt(t *testing.T) {
 	ctx := context.Background()
 	mustApply(t, s, 0, 1, []Queued{q("a.example", "http://a.example/")}, nil)
 	qk := s.queueKey(0, "a.example")
-	if err := s.c.LPush(ctx, qk, "{not json").Err(); err != nil {
+	if err := s.c.ZAdd(ctx, qk, redis.Z{Member: strings.Repeat("0", queueMemberPrefix) + "{not json"}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.c.HSet(ctx, s.inflightKey(0), "b.example", "[]").Err(); err != nil {
@@ -655,7 +659,7 @@ func TestRedisKeyLayout(t *testing.T) {
 		pre + ":{" + pre + ":p7}:seen":        "hash",
 		pre + ":{" + pre + ":p7}:seen:0:0":    "string",
 		pre + ":{" + pre + ":p7}:hosts":       "set",
-		pre + ":{" + pre + ":p7}:q:a.example": "list",
+		pre + ":{" + pre + ":p7}:q:a.example": "zset",
 		pre + ":{" + pre + ":p7}:inflight":    "hash",
 		pre + ":{" + pre + ":p7}:meta":        "hash",
 		pre + ":{" + pre + ":global}:budget":  "string",
@@ -926,5 +930,156 @@ func testIntakeLog(t *testing.T, open opener) {
 	}
 	if got, _ := s.Applied(ctx, 4, []uint64{1, 12}); fmt.Sprint(got) != "[true false]" {
 		t.Errorf("partition 4: %v", got)
+	}
+}
+
+// popAll pops host's queue to the end, freeing the host after each task.
+func popAll(t *testing.T, s Store, p int, host string, seq *uint64) []string {
+	t.Helper()
+	var urls []string
+	for i := range 1000 {
+		id := fmt.Sprintf("%s-%d-%d", host, *seq, i)
+		in := mustPop(t, s, p, issue(host, id))
+		if len(in) == 0 {
+			return urls
+		}
+		urls = append(urls, in[0].Task.URL)
+		mustApply(t, s, p, *seq, nil, []Done{{Host: host, TaskID: id}})
+		*seq++
+	}
+	t.Fatal("queue never ran dry")
+	return nil
+}
+
+// A host's queue is breadth-first by depth without scores, best-first with
+// them, arrival order among equals; a retried URL goes first among its rank.
+func testOrder(t *testing.T, open opener) {
+	s, ctx := open(), context.Background()
+	const p = 2
+	link := func(url string, depth int, score float64) Queued {
+		return Queued{Host: "a", Link: messages.Link{URL: url, Depth: depth, Score: score}}
+	}
+	mustApply(t, s, p, 1, []Queued{link("d3", 3, 0), link("d1a", 1, 0), link("d2", 2, 0), link("d1b", 1, 0), link("d0", 0, 0)}, nil)
+	seq := uint64(2)
+	if got, want := popAll(t, s, p, "a", &seq), []string{"d0", "d1a", "d1b", "d2", "d3"}; !slices.Equal(got, want) {
+		t.Errorf("breadth-first order %v, want %v", got, want)
+	}
+	mustApply(t, s, p, seq, []Queued{link("s0.1", 1, 0.1), link("s2", 5, 2), link("s0.5", 1, 0.5), link("s2b", 4, 2), link("neg", 0, -1), link("s0.5b", 1, 0.5)}, nil)
+	seq++
+	if got, want := popAll(t, s, p, "a", &seq), []string{"s2b", "s2", "s0.5", "s0.5b", "s0.1", "neg"}; !slices.Equal(got, want) {
+		t.Errorf("best-first order %v, want %v", got, want)
+	}
+	// An expired task comes back ahead of URLs of its rank, behind better ones.
+	mustApply(t, s, p, seq, []Queued{link("x1", 1, 1), link("y1", 1, 1), link("z3", 1, 3)}, nil)
+	seq++
+	in := mustPop(t, s, p, issue("a", "tz"))
+	if len(in) != 1 || in[0].Task.URL != "z3" || in[0].Task.Score != 3 {
+		t.Fatalf("popped %s", dump(in))
+	}
+	mustApply(t, s, p, seq, []Queued{link("w5", 1, 5)}, nil)
+	seq++
+	in = mustPop(t, s, p, issue("a", "tw"))
+	if _, err := s.Expire(ctx, p, "a", "tw", 3); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, p, seq, nil, []Done{{Host: "a", TaskID: "tz"}})
+	seq++
+	if got, want := popAll(t, s, p, "a", &seq), []string{"w5", "x1", "y1"}; !slices.Equal(got, want) {
+		t.Errorf("after expire %v, want %v", got, want)
+	}
+	_ = in
+}
+
+// A host that has had HostBudget URLs issued takes no more: its queue is
+// dropped at the next pop and new URLs for it are not queued.
+func testHostBudget(t *testing.T, open opener) {
+	s := open()
+	s.SetLimits(Limits{HostBudget: 3})
+	defer s.SetLimits(Limits{})
+	const p = 3
+	var batch []Queued
+	for i := range 5 {
+		batch = append(batch, q("trap", fmt.Sprintf("http://trap/%d", i)), q("ok", fmt.Sprintf("http://ok/%d", i)))
+	}
+	mustApply(t, s, p, 1, batch[:8], nil)
+	seq := uint64(2)
+	if got := popAll(t, s, p, "trap", &seq); len(got) != 3 {
+		t.Errorf("trap host issued %v, want 3 URLs", got)
+	}
+	mustApply(t, s, p, seq, batch[8:], nil) // trap/4 is refused at intake
+	seq++
+	wantStats(t, s, []int{p}, Stats{Queued: 5, Enqueued: 9, Dropped: 2})
+	if got := popAll(t, s, p, "ok", &seq); len(got) != 3 {
+		t.Errorf("ok host issued %v, want 3 URLs", got)
+	}
+	wantStats(t, s, []int{p}, Stats{Queued: 0, Enqueued: 9, Dropped: 4})
+	if st := mustLoad(t, s, p); len(st.Hosts) != 0 {
+		t.Errorf("hosts left after their budgets: %s", dump(st))
+	}
+}
+
+// A full host queue keeps its best URLs: the lowest-priority one goes.
+func testHostQueueCap(t *testing.T, open opener) {
+	s := open()
+	s.SetLimits(Limits{HostQueue: 3})
+	defer s.SetLimits(Limits{})
+	const p = 4
+	link := func(url string, depth int) Queued {
+		return Queued{Host: "a", Link: messages.Link{URL: url, Depth: depth}}
+	}
+	mustApply(t, s, p, 1, []Queued{link("d2", 2), link("d1", 1), link("d3", 3), link("d0", 0), link("d4", 4)}, nil)
+	wantStats(t, s, []int{p}, Stats{Queued: 3, Enqueued: 3, Dropped: 2})
+	seq := uint64(2)
+	if got, want := popAll(t, s, p, "a", &seq), []string{"d0", "d1", "d2"}; !slices.Equal(got, want) {
+		t.Errorf("capped queue %v, want %v", got, want)
+	}
+}
+
+// A host's politeness time outlives a restart of its frontier, even when the
+// host has nothing queued; times in the past are forgotten.
+func testNotBefore(t *testing.T, open opener) {
+	s := open()
+	const p = 5
+	mustApply(t, s, p, 1, []Queued{q("a", "http://a/1"), q("b", "http://b/1"), q("c", "http://c/1"), q("c", "http://c/2")}, nil)
+	for _, h := range []string{"a", "b", "c"} {
+		mustPop(t, s, p, issue(h, "t-"+h))
+	}
+	later := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	mustApply(t, s, p, 2, nil, []Done{
+		{Host: "a", TaskID: "t-a", NotBefore: later},
+		{Host: "b", TaskID: "t-b", NotBefore: time.Now().Add(-time.Minute)},
+		{Host: "c", TaskID: "t-c", NotBefore: later},
+	})
+	st := mustLoad(t, s, p)
+	got := map[string]HostState{}
+	for _, h := range st.Hosts {
+		got[h.Host] = h
+	}
+	if len(got) != 2 || !got["a"].NotBefore.Equal(later) || got["a"].Queued != 0 || !got["c"].NotBefore.Equal(later) || got["c"].Queued != 1 {
+		t.Errorf("Load = %s; want a (nothing queued) and c (1 queued) resting until %v, b forgotten", dump(st), later)
+	}
+	// Issuing the host clears its time.
+	mustPop(t, s, p, issue("c", "t-c2"))
+	st = mustLoad(t, s, p)
+	for _, h := range st.Hosts {
+		if h.Host == "c" && !h.NotBefore.IsZero() {
+			t.Errorf("c still resting after it was issued: %s", dump(h))
+		}
+	}
+}
+
+// The Redis store frees a host without decoding its in-flight entry when the
+// entry starts as inFlightPrefix says; this pins that shape.
+func TestInFlightPrefix(t *testing.T) {
+	in := newInFlight(3, q("a", "http://a/1"), issue("a", "task-\"1"))
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), inFlightPrefix(`task-"1`)) {
+		t.Errorf("in-flight JSON %s does not start with %s", data, inFlightPrefix(`task-"1`))
+	}
+	if strings.HasPrefix(string(data), inFlightPrefix("task-")) {
+		t.Error("a prefix of the task ID matched")
 	}
 }

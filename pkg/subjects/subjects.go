@@ -72,6 +72,13 @@ func (n Names) ScopeBucket() string { return n.stream + "_SCOPE" }
 // RobotsBucket is the JetStream key-value bucket of robots.txt answers.
 func (n Names) RobotsBucket() string { return n.stream + "_ROBOTS" }
 
+// IPBucket is the JetStream key-value bucket of per-IP politeness leases.
+func (n Names) IPBucket() string { return n.stream + "_IPS" }
+
+// OwnersBucket is the JetStream key-value bucket of partition leases and
+// replica heartbeats of the stateful services (pkg/ownership).
+func (n Names) OwnersBucket() string { return n.stream + "_OWNERS" }
+
 // Durable consumers.
 
 func (n Names) ConsumerDedup(p int) string    { return fmt.Sprintf("dedup-%d", p) }

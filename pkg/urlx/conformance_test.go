@@ -2,6 +2,7 @@ package urlx
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,19 +16,25 @@ import (
 // shared conformance folder beside the checkout; see
 // ../shared/conformance/README.md and url/ORIGIN.md there.
 //
-// What is checked, for the vectors that concern http and https:
+// Every one of the 891 vectors is checked (the test fails if one is left
+// out):
 //   - nothing panics, on any vector;
-//   - every must-fail vector whose scheme (the input's, else the base's) is
-//     http(s) is rejected;
-//   - every must-parse vector whose result is http(s) is accepted, and our
-//     scheme, host, path and query equal the expected protocol, host,
-//     pathname and search, once the expected values are put through our
-//     intentional differences (canonicalExpected; userinfo and fragment are
-//     dropped by design and not compared).
+//   - vectors of other schemes (377 must-parse, 69 must-fail) are refused
+//     with ErrUnsupportedScheme: a crawler neither fetches nor parses them.
+//     This is the one class knowingly not compared with the WHATWG result;
+//   - for http and https:
+//      - every must-fail vector whose scheme (the input's, else the base's) is
+//        http(s) is rejected;
+//      - every must-parse vector whose result is http(s) is accepted, and our
+//        scheme, host, path and query equal the expected protocol, host,
+//        pathname and search, once the expected values are put through our
+//        intentional differences (canonicalExpected; userinfo and fragment are
+//        dropped by design and not compared).
 //
-// Results (wpt snapshot of 2026-07-11): 198 of 198 must-fail vectors
-// rejected; 242 of 247 must-parse vectors accepted, all 242 agreeing; the 5
-// others are the known differences below.
+// Results (wpt snapshot of 2026-07-11): 198 of 198 http(s) must-fail
+// vectors rejected; 242 of 247 http(s) must-parse vectors accepted, all 242
+// agreeing; the 5 others are the known differences below; 446 of 446
+// other-scheme vectors refused.
 //
 // Vectors we knowingly decide otherwise are listed in knownDifferences with
 // the reason; the test fails when one of them starts to agree, so the list
@@ -178,6 +185,7 @@ func TestWPTURLConformance(t *testing.T) {
 	var (
 		failTotal, failRejected   int
 		okTotal, okAccepted, okEq int
+		otherFail, otherOK        int
 		known                     = map[string]bool{}
 	)
 	for _, c := range cases {
@@ -190,6 +198,27 @@ func TestWPTURLConformance(t *testing.T) {
 		web := scheme == "http" || scheme == "https"
 		var problem string
 		switch {
+		case c.Failure && !web:
+			// Other schemes are refused whatever they hold.
+			otherFail++
+			if err == nil {
+				problem = fmt.Sprintf("accepted as %q, want failure", got)
+			}
+		case !c.Failure && c.Protocol != "http:" && c.Protocol != "https:":
+			// Knowingly skipped as a class: a URL of another scheme (file:,
+			// ws:, data:, javascript:, mailto:, non-special schemes) is
+			// not crawled, so Resolve and Canonicalize refuse it with
+			// ErrUnsupportedScheme rather than parse it; that refusal is
+			// what is checked. (A relative reference whose base has another
+			// scheme is refused as having no usable base.)
+			otherOK++
+			if err == nil {
+				problem = fmt.Sprintf("accepted as %q; other schemes must be refused", got)
+			} else if !errors.Is(err, ErrInvalid) {
+				problem = fmt.Sprintf("error %v does not wrap ErrInvalid", err)
+			} else if !errors.Is(err, ErrUnsupportedScheme) && !strings.Contains(err.Error(), "base") {
+				problem = fmt.Sprintf("refused for another reason (%v), want unsupported scheme", err)
+			}
 		case c.Failure && web:
 			failTotal++
 			if err == nil {
@@ -234,7 +263,11 @@ func TestWPTURLConformance(t *testing.T) {
 	}
 	t.Logf("WPT http(s) must-fail vectors rejected: %d of %d", failRejected, failTotal)
 	t.Logf("WPT http(s) must-parse vectors accepted: %d of %d; scheme, host, path and query agree: %d", okAccepted, okTotal, okEq)
-	t.Logf("known differences: %d", len(knownDifferences))
+	t.Logf("WPT other-scheme vectors, refused as unsupported: %d must-parse, %d must-fail", otherOK, otherFail)
+	t.Logf("known differences: %d; vectors checked: %d of %d", len(knownDifferences), failTotal+okTotal+otherOK+otherFail, len(cases))
+	if n := failTotal + okTotal + otherOK + otherFail; n != len(cases) {
+		t.Errorf("%d of %d vectors were not checked", len(cases)-n, len(cases))
+	}
 	if failTotal < 190 || okTotal < 240 {
 		t.Errorf("only %d must-fail and %d must-parse http(s) vectors: was the data file replaced?", failTotal, okTotal)
 	}

@@ -40,8 +40,13 @@ func FuzzCanonicalize(f *testing.F) {
 					t.Fatalf("%s(%q) = %q: byte %#x", what, s, out, out[i])
 				}
 			}
-			if _, err := Host(out); err != nil {
+			host, err := Host(out)
+			if err != nil {
 				t.Fatalf("%s(%q) = %q: Host: %v", what, s, out, err)
+			}
+			// net/url (so net/http) reads it as we do.
+			if u, err := url.Parse(out); err != nil || u.Host != host {
+				t.Fatalf("%s(%q) = %q: net/url reads %v, %v", what, s, out, u, err)
 			}
 		}
 		out, err := Canonicalize(s)

@@ -72,10 +72,27 @@ func Resolve(base *url.URL, href string) (string, error) {
 	return canonicalize(b, href)
 }
 
+// Base is a base URL prepared for resolving many references, such as the
+// links of one page: its parts and canonical host are worked out once.
+type Base struct{ b *baseURL }
+
+// NewBase prepares u, an absolute http(s) URL, as a base.
+func NewBase(u *url.URL) (*Base, error) {
+	b, err := newBase(u)
+	if err != nil {
+		return nil, err
+	}
+	return &Base{b}, nil
+}
+
+// Resolve is urlx.Resolve against this base.
+func (b *Base) Resolve(href string) (string, error) { return canonicalize(b.b, href) }
+
 // baseURL holds the parts of a base URL that relative references inherit.
 type baseURL struct {
 	scheme, host, path, query string
 	hasQuery                  bool
+	hostport                  string // host, canonical
 }
 
 func newBase(u *url.URL) (*baseURL, error) {
@@ -83,9 +100,14 @@ func newBase(u *url.URL) (*baseURL, error) {
 	if !isWebScheme(scheme) || u.Host == "" || u.Opaque != "" {
 		return nil, invalid("base is not an absolute http(s) URL")
 	}
+	hostport, err := canonicalHostPort(scheme, u.Host)
+	if err != nil {
+		return nil, err
+	}
 	return &baseURL{
 		scheme:   scheme,
 		host:     u.Host,
+		hostport: hostport,
 		path:     u.EscapedPath(),
 		query:    u.RawQuery,
 		hasQuery: u.RawQuery != "" || u.ForceQuery,
@@ -125,7 +147,13 @@ func canonicalize(base *baseURL, s string) (string, error) {
 	if strings.HasPrefix(s, "//") { // scheme-relative
 		return absolute(base.scheme, strings.TrimLeft(s, "/"))
 	}
-	return absolute(base.scheme, base.host+base.merge(s))
+	// Same host as the base: its canonical form is known.
+	merged := base.merge(s)
+	if i := strings.IndexByte(merged, '#'); i >= 0 {
+		merged = merged[:i]
+	}
+	path, query, hasQuery := strings.Cut(merged, "?")
+	return assemble(base.scheme, base.hostport, path, query, hasQuery)
 }
 
 // merge resolves a reference that has neither scheme nor authority against
@@ -173,6 +201,11 @@ func absolute(scheme, rest string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return assemble(scheme, hostport, path, query, hasQuery)
+}
+
+// assemble builds the URL from a canonical host and a raw path and query.
+func assemble(scheme, hostport, path, query string, hasQuery bool) (string, error) {
 	var b strings.Builder
 	b.Grow(len(scheme) + 3 + len(hostport) + len(path) + len(query) + 8)
 	b.WriteString(scheme)
@@ -186,6 +219,9 @@ func absolute(scheme, rest string) (string, error) {
 	out := b.String()
 	if len(out) > MaxLength {
 		return "", invalid("longer than %d bytes", MaxLength)
+	}
+	if IsCanonical(out) { // plain characters only: net/url agrees (fuzzed)
+		return out, nil
 	}
 	return out, checkStdlib(out, hostport)
 }

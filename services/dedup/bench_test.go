@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -16,25 +15,13 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/linkstream"
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testredis"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
-
-func benchRedis(b *testing.B) string {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		b.Skipf("no Redis at %s: %v", addr, err)
-	}
-	c.Close()
-	return addr
-}
 
 // BenchmarkDedupService measures URL checks per second through the whole
 // dedup service — JetStream in, cache, Bloom filter, the seen set in the
@@ -44,7 +31,7 @@ func benchRedis(b *testing.B) string {
 // TRAWLER_BENCH_PAGES sets the number of pages (default 20,000, about 1.2
 // million links).
 func BenchmarkDedupService(b *testing.B) {
-	addr := benchRedis(b)
+	addr := testredis.Addr(b)
 	pages := 20_000
 	if v := os.Getenv("TRAWLER_BENCH_PAGES"); v != "" {
 		fmt.Sscan(v, &pages)
@@ -59,7 +46,7 @@ func BenchmarkDedupService(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer cleanRedis(b, addr, prefix)
+		defer testredis.Drop(addr, prefix)
 		defer st.Close()
 
 		// The link stream, as parsers would send it: one message per
@@ -143,15 +130,5 @@ func BenchmarkDedupService(b *testing.B) {
 		b.Logf("published in %s", published.Round(time.Millisecond))
 		b.Logf("%d links in %d messages: %s, %.0f URLs/s (new %d, duplicate %d); naive SADD: %.0f URLs/s; %.1fx",
 			len(urls), len(msgs), elapsed.Round(time.Millisecond), rate, svc.Stats.New.Load(), svc.Stats.Duplicate.Load(), naiveRate, rate/naiveRate)
-	}
-}
-
-func cleanRedis(b *testing.B, addr, prefix string) {
-	rc := redis.NewClient(&redis.Options{Addr: addr})
-	defer rc.Close()
-	ctx := context.Background()
-	iter := rc.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rc.Del(ctx, iter.Val())
 	}
 }

@@ -31,9 +31,11 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/cache"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/ownership"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
@@ -42,10 +44,14 @@ const maxBatch = 256
 
 // Options wire a dedup service.
 type Options struct {
-	JS             jetstream.JetStream
-	Names          subjects.Names
-	Seen           store.SeenSet
-	Partitions     []int // owned partitions
+	JS         jetstream.JetStream
+	Names      subjects.Names
+	Seen       store.SeenSet
+	Partitions []int // owned partitions (static)
+	// Join, when set, takes partitions from the ownership table instead of
+	// the static Partitions; a partition taken over warms its Bloom filter
+	// before trusting "absent".
+	Join           ownership.Joiner
 	PartitionCount int
 	MaxDeliver     int
 
@@ -55,6 +61,11 @@ type Options struct {
 	StaticFile   string // fingerprints for the static policy (cache.LoadStatic)
 	ExpectedURLs int    // crawl-wide, to size the Bloom filters
 	BloomFP      float64
+
+	// TraceDir, when set, records every fingerprint received, per
+	// partition in arrival order, to a new "full" trace file there
+	// (pkg/urltrace; read by `trawler cachesim`).
+	TraceDir string
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -73,14 +84,20 @@ type Service struct {
 	o      Options
 	dlq    bus.DeadLetters
 	Stats  Stats
-	layers map[int]*layers // by partition; fixed after Run starts
+	static cache.Cache // the shared static cache, for the static policy
+	mu     sync.Mutex
+	layers map[int]*layers  // by owned partition; guarded by mu
+	trace  *urltrace.Writer // nil: not recording
+
+	traceFailed sync.Once
 
 	seenLatency, batchSize prometheus.Observer
 }
 
 // New wires a dedup replica; Run starts it.
 func New(o Options) *Service {
-	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "dedup", MaxDeliver: o.MaxDeliver}}
+	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "dedup", MaxDeliver: o.MaxDeliver},
+		layers: map[int]*layers{}}
 	if o.Registerer != nil {
 		bus.RegisterCounters(o.Registerer, "dedup",
 			bus.Counter{Name: "urls_in_total", Help: "URLs received.", Value: &s.Stats.In},
@@ -111,6 +128,8 @@ func New(o Options) *Service {
 }
 
 func (s *Service) bloomFill() (ratio, fpRate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.layers) == 0 {
 		return 0, 0
 	}
@@ -123,36 +142,44 @@ func (s *Service) bloomFill() (ratio, fpRate float64) {
 	return ratio / n, fpRate / n
 }
 
-// newLayers builds each owned partition's cache and Bloom filter.
-func (s *Service) newLayers() (map[int]*layers, error) {
+// loadStatic reads the static policy's fingerprints, shared by partitions.
+func (s *Service) loadStatic() error {
 	o := s.o
-	per := max(o.CacheSize/max(len(o.Partitions), 1), 16)
-	var static cache.Cache
-	if o.CachePolicy == "static" {
-		f, err := os.Open(o.StaticFile)
-		if err != nil {
-			return nil, fmt.Errorf("static cache file: %w", err)
-		}
-		defer f.Close()
-		c, err := cache.LoadStatic(f, o.CacheSize)
-		if err != nil {
-			return nil, fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
-		}
-		static = newConfirmedStatic(c) // shared by the partitions
+	if o.CachePolicy != "static" {
+		return nil
 	}
+	f, err := os.Open(o.StaticFile)
+	if err != nil {
+		return fmt.Errorf("static cache file: %w", err)
+	}
+	defer f.Close()
+	c, err := cache.LoadStatic(f, o.CacheSize)
+	if err != nil {
+		return fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
+	}
+	s.static = newConfirmedStatic(c)
+	return nil
+}
+
+// newPartitionLayers builds partition p's cache and Bloom filter. The cache
+// budget is split over the static partitions, or over all P partitions when
+// ownership is dynamic (a replica owning everything gets all of it).
+func (s *Service) newPartitionLayers() (*layers, error) {
+	o := s.o
+	share := len(o.Partitions)
+	if o.Join != nil {
+		share = o.PartitionCount
+	}
+	per := max(o.CacheSize/max(share, 1), 16)
 	expected := uint(max(o.ExpectedURLs/max(o.PartitionCount, 1), 1))
-	out := map[int]*layers{}
-	for _, p := range o.Partitions {
-		c := static
-		if c == nil {
-			var err error
-			if c, err = cache.New(cmpOr(o.CachePolicy, "clock"), per); err != nil {
-				return nil, err
-			}
+	c := s.static
+	if c == nil {
+		var err error
+		if c, err = cache.New(cmpOr(o.CachePolicy, "clock"), per); err != nil {
+			return nil, err
 		}
-		out[p] = newLayers(c, expected, o.BloomFP)
 	}
-	return out, nil
+	return newLayers(c, expected, o.BloomFP), nil
 }
 
 func cmpOr(a, b string) string {
@@ -168,58 +195,87 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.o.BloomFP <= 0 || s.o.BloomFP >= 1 {
 		s.o.BloomFP = 0.01
 	}
-	ls, err := s.newLayers()
-	if err != nil {
+	if err := s.loadStatic(); err != nil {
 		return err
 	}
-	s.layers = ls
-	for p, l := range ls {
-		go func() {
-			scan := func(ctx context.Context, fn func([]uint64) error) error { return s.o.Seen.Scan(ctx, p, fn) }
-			for n := 1; ; n++ {
-				count, took, err := l.warm(ctx, scan)
-				if err == nil {
-					s.o.Log.Debug("Bloom filter warm", "partition", p, "fingerprints", count, "took", took)
-					return
-				}
-				if ctx.Err() != nil {
-					return
-				}
-				s.o.Log.Warn("Bloom filter warm-up failed; retrying (the seen set answers meanwhile)", "partition", p, "err", err)
-				time.Sleep(bus.Backoff(n))
+	if _, err := cache.New(cmpOr(s.o.CachePolicy, "clock"), 16); err != nil && s.static == nil {
+		return err // an unknown policy fails at start, not per partition
+	}
+	if s.o.TraceDir != "" {
+		w, path, err := urltrace.Create(s.o.TraceDir, urltrace.Header{Kind: urltrace.Full, Partitions: max(s.o.PartitionCount, 1)})
+		if err != nil {
+			return fmt.Errorf("dedup trace: %w", err)
+		}
+		s.o.Log.Info("recording the full fingerprint trace", "file", path)
+		s.trace = w
+		defer func() {
+			if err := w.Close(); err != nil {
+				s.o.Log.Warn("closing the fingerprint trace failed", "file", path, "err", err)
 			}
 		}()
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(s.o.Partitions))
-	for _, p := range s.o.Partitions {
-		cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.ConsumerDedup(p))
-		if err != nil {
+	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition)
+}
+
+// runPartition de-duplicates partition p until ctx ends, then finishes the
+// batch in hand. Its Bloom filter warms from the seen set meanwhile.
+func (s *Service) runPartition(ctx context.Context, p int) error {
+	l, err := s.newPartitionLayers()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.layers[p] = l
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.layers, p)
+		s.mu.Unlock()
+	}()
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		scan := func(ctx context.Context, fn func([]uint64) error) error { return s.o.Seen.Scan(ctx, p, fn) }
+		for n := 1; ; n++ {
+			count, took, err := l.warm(ctx, scan)
+			if err == nil {
+				s.o.Log.Debug("Bloom filter warm", "partition", p, "fingerprints", count, "took", took)
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.o.Log.Warn("Bloom filter warm-up failed; retrying (the seen set answers meanwhile)", "partition", p, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bus.Backoff(n)):
+			}
+		}
+	}()
+	defer func() { <-warmed }()
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.ConsumerDedup(p))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("dedup partition %d: %w", p, err)
+	}
+	msgs, err := bus.PullBatches(ctx, cons, 2*maxBatch)
+	if err != nil {
+		return fmt.Errorf("dedup partition %d: %w", p, err)
+	}
+	for {
+		batch := bus.Batch(ctx, msgs, maxBatch)
+		if batch == nil {
+			return nil
+		}
+		// Work on a context that outlives shutdown, so the batch in hand
+		// is finished and acked rather than abandoned.
+		if err := s.handle(context.WithoutCancel(ctx), p, batch); err != nil && ctx.Err() == nil {
 			return err
 		}
-		msgs, err := bus.Pull(ctx, cons, 2*maxBatch)
-		if err != nil {
-			return fmt.Errorf("dedup partition %d: %w", p, err)
-		}
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			for {
-				batch := bus.Batch(ctx, msgs, maxBatch)
-				if batch == nil {
-					return
-				}
-				// Work on a context that outlives shutdown, so the batch in
-				// hand is finished and acked rather than abandoned.
-				if err := s.handle(context.WithoutCancel(ctx), p, batch); err != nil && ctx.Err() == nil {
-					errs <- err
-				}
-			}
-		}(p)
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 type input struct {
@@ -264,7 +320,13 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 	for _, in := range ins {
 		all = append(all, in.fps...)
 	}
+	if err := s.trace.Write(p, all); err != nil {
+		// The crawl goes on; the writer's error is sticky, so tracing stops.
+		s.traceFailed.Do(func() { log.Warn("fingerprint trace write failed; tracing stops", "err", err) })
+	}
+	s.mu.Lock()
 	l := s.layers[p]
+	s.mu.Unlock()
 	decided := l.classify(all, &s.Stats)
 	var ask []uint64
 	for fp, v := range decided {

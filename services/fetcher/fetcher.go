@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/ipgate"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -47,14 +50,23 @@ type Options struct {
 	Delay         time.Duration
 	Factor        float64
 	MaxCrawlDelay time.Duration
-	Log           *slog.Logger
-	Registerer    prometheus.Registerer // may be nil
+	// Per-IP politeness across all fetcher replicas (see pkg/ipgate): at
+	// most IPCeiling requests in flight to one address, IPGap between two
+	// starts; both zero turn the gate off.
+	IPCeiling  int
+	IPGap      time.Duration
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // may be nil
 }
 
 // Stats are the service's running totals.
 type Stats struct {
 	Fetched, Errors, Expired, Bytes           atomic.Int64
 	Disallowed, RobotsFetched, RobotsDeferred atomic.Int64
+	IPDeferred                                atomic.Int64
+	// Redelivered counts deliveries of a task this replica was already
+	// working on or had finished: skipped, not fetched again.
+	Redelivered atomic.Int64
 }
 
 // Service is one fetcher replica.
@@ -62,10 +74,12 @@ type Service struct {
 	o      Options
 	client *HTTPClient
 	robots *robotsCache    // nil with IgnoreRobots
+	ipGate *ipgate.Gate    // nil: no per-IP limits
 	life   context.Context // Run's context: ends on shutdown
 
 	statuses, errKinds *prometheus.CounterVec // nil without a registerer
 	perHost            *hostStats
+	claims             *claims
 	dlq                bus.DeadLetters
 	Stats              Stats
 }
@@ -76,7 +90,7 @@ func New(o Options) *Service {
 		o.Log.Info("capping body size below the NATS server's max_payload", "max_body", o.MaxPayload-headerRoom)
 		o.HTTP.MaxBodyBytes = o.MaxPayload - headerRoom
 	}
-	s := &Service{o: o, client: NewHTTPClient(o.HTTP), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
+	s := &Service{o: o, client: NewHTTPClient(o.HTTP), claims: newClaims(16384), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
 	if o.Registerer != nil {
 		bus.RegisterCounters(o.Registerer, "fetcher",
 			bus.Counter{Name: "pages_total", Help: "Fetches completed with an HTTP response.", Value: &s.Stats.Fetched},
@@ -86,6 +100,8 @@ func New(o Options) *Service {
 			bus.Counter{Name: "robots_disallowed_total", Help: "URLs not fetched because robots.txt forbids them (or stayed unreachable).", Value: &s.Stats.Disallowed},
 			bus.Counter{Name: "robots_fetches_total", Help: "robots.txt fetches.", Value: &s.Stats.RobotsFetched},
 			bus.Counter{Name: "robots_deferred_total", Help: "Tasks put back because the host's robots.txt was unreachable.", Value: &s.Stats.RobotsDeferred},
+			bus.Counter{Name: "tasks_redelivered_total", Help: "Deliveries of a task this replica was already working on or had finished: skipped, not fetched again.", Value: &s.Stats.Redelivered},
+			bus.Counter{Name: "ip_deferred_total", Help: "Tasks put back because their server's IP address was at its per-IP limit.", Value: &s.Stats.IPDeferred},
 		)
 		s.statuses = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "responses_total",
 			Help: "Responses by status class."}, []string{"class"})
@@ -104,9 +120,25 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.life = ctx
+	s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), ipgate.Options{
+		Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second,
+	})
+	if err != nil {
+		return err
+	}
 	if !s.o.IgnoreRobots {
 		if s.robots, err = openRobots(ctx, s.o.JS, s.o.Names, s.client, s.o.HTTP.UserAgent, s.o.RobotsTTL, s.o.RobotsRetry); err != nil {
 			return err
+		}
+		s.robots.get = func(ctx context.Context, rawURL string) Response {
+			r, wait, err := s.gatedFetch(ctx, rawURL, robotsIPWait)
+			if r == nil {
+				if err == nil {
+					err = fmt.Errorf("server address at its per-IP limit for another %v", wait)
+				}
+				return Response{Err: err}
+			}
+			return *r
 		}
 	}
 	msgs, err := bus.Pull(ctx, cons, s.o.Workers)
@@ -131,6 +163,16 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		s.dlq.ParkOrLog(ctx, m, err.Error(), s.o.Log)
 		return
 	}
+	ok, finished := s.claims.claim(task.ID)
+	if !ok {
+		if finished {
+			_ = m.Ack() // done already; the first ack was lost or late
+		}
+		s.Stats.Redelivered.Add(1)
+		return
+	}
+	acked := false
+	defer func() { s.claims.finish(task.ID, acked) }()
 	done := messages.FetchDone{V: messages.Version, TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}
 	var out []*nats.Msg
 	var ids []string
@@ -168,6 +210,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	_ = m.Ack()
+	acked = true
 }
 
 // visit checks robots.txt and fetches the task's URL, filling done. It returns
@@ -212,10 +255,73 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			}
 		}
 	}
-	resp := s.client.Fetch(ctx, task.URL)
-	page := s.page(task, resp)
+	resp, wait, err := s.gatedFetch(ctx, task.URL, ipMaxWait)
+	if resp == nil {
+		// The server's address stayed at its per-IP limit, or the lease
+		// table is unreachable (fetching anyway could break the limit):
+		// hand the URL back for later.
+		if err != nil && ctx.Err() == nil {
+			s.o.Log.Warn("per-IP lease table unavailable; task put back", "url", task.URL, "err", err)
+			wait = 5 * time.Second
+		}
+		done.Retry, done.RetryAfter = true, wait
+		s.Stats.IPDeferred.Add(1)
+		return nil, nil, nil
+	}
+	page := s.page(task, *resp)
 	done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
 	return &page, resp.Body, nil
+}
+
+// gatedFetch fetches rawURL within its server's per-IP limit, waiting at
+// most maxWait for a slot. Without a slot it returns nil and the wait left,
+// or the lease table's error.
+func (s *Service) gatedFetch(ctx context.Context, rawURL string, maxWait time.Duration) (*Response, time.Duration, error) {
+	lease, wait, err := s.ipGate.Wait(ctx, s.addressOf(ctx, rawURL), maxWait)
+	if err != nil || (lease == nil && wait > 0) {
+		return nil, wait, err
+	}
+	resp := s.client.Fetch(ctx, rawURL)
+	if lease != nil {
+		// Off the critical path: the done message need not wait for it.
+		go func() {
+			if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+				s.o.Log.Warn("releasing per-IP lease failed; it will expire", "url", rawURL, "err", err)
+			}
+		}()
+	}
+	return &resp, 0, nil
+}
+
+// ipMaxWait is how long a worker waits for its server's per-IP slot before
+// handing the URL back to the frontier (which keeps the host resting).
+const ipMaxWait = 2 * time.Second
+
+// robotsIPWait is the same for a robots.txt fetch, which holds up every URL
+// of its host: it may wait longer.
+const robotsIPWait = 30 * time.Second
+
+// addressOf is the address the request for rawURL will most likely go to:
+// the first the resolver returns, which the dialer tries first. "" when
+// unknown (the gate then lets the request through and the fetch reports the
+// resolution error).
+func (s *Service) addressOf(ctx context.Context, rawURL string) string {
+	if s.ipGate == nil {
+		return ""
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap().String()
+	}
+	addrs, err := s.client.opts.Resolver.LookupNetIP(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return ""
+	}
+	return addrs[0].Unmap().String()
 }
 
 // record is the page message of a URL that was not fetched, and why.

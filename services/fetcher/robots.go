@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/robots"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -55,8 +56,11 @@ type robotsEntry struct {
 
 // robotsCache keeps parsed rules per origin in process, backed by the bucket.
 type robotsCache struct {
-	kv        jetstream.KeyValue
-	client    *HTTPClient
+	kv     jetstream.KeyValue
+	client *HTTPClient
+	// get fetches a robots.txt URL; client.Fetch unless the service wraps
+	// it (the per-IP gate).
+	get       func(ctx context.Context, rawURL string) Response
 	userAgent string
 	ttl       time.Duration
 	retry     time.Duration
@@ -68,7 +72,7 @@ type robotsCache struct {
 const maxLocal = 10000
 
 func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Names, client *HTTPClient, ua string, ttl, retry time.Duration) (*robotsCache, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: names.RobotsBucket(), Description: "robots.txt answers per origin", TTL: ttl, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
@@ -186,7 +190,11 @@ func (c *robotsCache) remember(origin string, rec robotsRecord, now time.Time) *
 func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 	target := origin + "/robots.txt"
 	for hop := 0; ; hop++ {
-		r := c.client.Fetch(ctx, target)
+		get := c.client.Fetch
+		if c.get != nil {
+			get = c.get
+		}
+		r := get(ctx, target)
 		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: time.Now().UTC()}
 		if r.Err != nil {
 			rec.Status, rec.Body, rec.Error = 0, nil, r.Err.Error()

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/ownership"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -39,12 +39,24 @@ import (
 
 const maxBatch = 1024
 
+// maxIssue bounds the hosts issued in one step: a partition with thousands
+// of due hosts (a restart) issues them over several steps, so memory and the
+// store's script arguments stay small and intake is not starved meanwhile.
+const maxIssue = 512
+
+// loadsAtOnce bounds the partitions loading their state at the same time:
+// a load holds the whole host list of a partition in memory.
+const loadsAtOnce = 2
+
 // Options wire a frontier service.
 type Options struct {
 	JS         jetstream.JetStream
 	Names      subjects.Names
 	Store      store.Frontier
 	Partitions []int
+	// Join, when set, takes partitions from the ownership table instead of
+	// the static Partitions (cluster mode with several replicas).
+	Join ownership.Joiner
 
 	Delay time.Duration // minimum politeness gap between requests to one host
 	// Factor times a response's duration is also a lower bound of the gap
@@ -63,6 +75,8 @@ type Options struct {
 	MaxAttempts int
 	MaxPages    int // crawl-wide fetch budget, 0 = unlimited
 	MaxDeliver  int
+	// Limits are the per-host budget and queue cap, enforced by the store.
+	Limits store.Limits
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -73,11 +87,23 @@ type Stats struct {
 	Enqueued, Issued, Done, Expired, Dropped atomic.Int64
 }
 
+// Gauges are the replica's current queue figures, summed over its
+// partitions and refreshed about once a second.
+type Gauges struct {
+	Queued   atomic.Int64 // URLs waiting in host queues
+	Ready    atomic.Int64 // hosts with URLs whose politeness gap is over
+	Waiting  atomic.Int64 // hosts with URLs resting out their gap
+	InFlight atomic.Int64 // hosts with a task in flight
+}
+
 // Service is one frontier replica.
 type Service struct {
-	o     Options
-	dlq   bus.DeadLetters
-	Stats Stats
+	o       Options
+	loading chan struct{} // semaphore of partition loads
+	dlq     bus.DeadLetters
+	gapHist prometheus.Histogram // nil without a registerer
+	Stats   Stats
+	Gauges  Gauges
 }
 
 // New wires a frontier replica; Run starts it.
@@ -88,8 +114,27 @@ func New(o Options) *Service {
 	if o.LeaseMargin <= 0 {
 		o.LeaseMargin = time.Minute
 	}
-	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver}}
+	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver},
+		loading: make(chan struct{}, loadsAtOnce)}
+	if o.Store != nil {
+		o.Store.SetLimits(o.Limits)
+	}
 	if o.Registerer != nil {
+		s.gapHist = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "trawler", Subsystem: "frontier", Name: "host_gap_seconds",
+			Help:    "Politeness gap given to a host after each fetch: max(delay, Crawl-delay, k x response time) plus failure backoff.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
+		})
+		gauge := func(name, help string, v *atomic.Int64) prometheus.Collector {
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "frontier", Name: name, Help: help},
+				func() float64 { return float64(v.Load()) })
+		}
+		o.Registerer.MustRegister(s.gapHist,
+			gauge("queued_urls", "URLs waiting in the host queues of this replica's partitions.", &s.Gauges.Queued),
+			gauge("ready_hosts", "Hosts with queued URLs whose politeness gap is over.", &s.Gauges.Ready),
+			gauge("waiting_hosts", "Hosts with queued URLs resting out their politeness gap.", &s.Gauges.Waiting),
+			gauge("inflight_hosts", "Hosts with a fetch task in flight.", &s.Gauges.InFlight),
+		)
 		bus.RegisterCounters(o.Registerer, "frontier",
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
@@ -101,27 +146,27 @@ func New(o Options) *Service {
 	return s
 }
 
-// Run schedules every owned partition until ctx ends.
+// Run schedules every owned partition until ctx ends: the static
+// Partitions, or those the ownership table assigns when Join is set.
 func (s *Service) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, len(s.o.Partitions))
-	for _, p := range s.o.Partitions {
-		cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.ConsumerFrontier(p))
-		if err != nil {
-			return err
+	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition)
+}
+
+// runPartition schedules partition p until ctx ends.
+func (s *Service) runPartition(ctx context.Context, p int) error {
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.ConsumerFrontier(p))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		pt := &partition{s: s, p: p, log: s.o.Log.With("partition", p), hosts: map[string]*host{}, cons: cons}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := pt.run(ctx, cons); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("frontier partition %d: %w", p, err)
-			}
-		}()
+		return fmt.Errorf("frontier partition %d: %w", p, err)
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	pt := &partition{s: s, p: p, log: s.o.Log.With("partition", p), hosts: map[string]*host{}, cons: cons}
+	defer pt.forget()
+	if err := pt.run(ctx, cons); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("frontier partition %d: %w", p, err)
+	}
+	return nil
 }
 
 // host is the in-memory view of one host of the partition.
@@ -148,14 +193,24 @@ type partition struct {
 	ready     timeHeap // hosts waiting for their politeness gap
 	leases    timeHeap // tasks in flight, by lease end
 	budgetOut bool
+
+	gaugedAt time.Time
+	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
 }
 
 func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	work := context.WithoutCancel(ctx) // finish the step in hand on shutdown
-	if err := pt.load(work); err != nil {
+	select {
+	case pt.s.loading <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	err := pt.load(work)
+	<-pt.s.loading
+	if err != nil {
 		return err
 	}
-	msgs, err := bus.Pull(ctx, cons, maxBatch)
+	msgs, err := bus.PullBatches(ctx, cons, maxBatch)
 	if err != nil {
 		return err
 	}
@@ -169,6 +224,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 		if err := pt.issueDue(work, now); err != nil {
 			return err
 		}
+		pt.gauge(now)
 		timer.Reset(pt.nextWake(now))
 		select {
 		case <-ctx.Done():
@@ -203,6 +259,7 @@ func (pt *partition) load(ctx context.Context) error {
 		h := pt.host(hs.Host)
 		h.queued = hs.Queued
 		h.inFlight = hs.InFlight
+		h.nextAt = hs.NotBefore // politeness holds across the restart
 		if h.inFlight != nil {
 			pt.leases.push(h.inFlight.LeaseUntil, h.name, h.inFlight.Task.ID)
 			inFlight = append(inFlight, *h.inFlight)
@@ -357,9 +414,10 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		keep = append(keep, m)
 	}
 	if len(keep) > 0 {
+		now := time.Now()
 		freed := make([]store.Done, len(done))
 		for i, fd := range done {
-			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID}
+			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, now)}
 		}
 		var ok bool
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
@@ -376,7 +434,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			return pt.load(ctx)
 		}
 		pt.applied++
-		pt.remember(enq, done)
+		pt.remember(enq, done, freed, now)
 		for _, fd := range again {
 			// Not a lost task: put the URL back whatever its attempts.
 			if h := pt.hosts[fd.Host]; h != nil {
@@ -463,27 +521,49 @@ func backoff(failures int) time.Duration {
 	return min(time.Second<<min(failures-2, 9), 5*time.Minute)
 }
 
-// remember mirrors an applied batch in memory.
-func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone) {
-	now := time.Now()
+// failed tells whether a fetch counts towards a host's failure backoff: no
+// answer, or a server error.
+func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "" || fd.Status >= 500 }
+
+// restUntil is when a host may be fetched again after fd: its gap plus the
+// backoff of a host that keeps failing.
+func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
+	failures := 0
+	if h := pt.hosts[fd.Host]; h != nil {
+		failures = h.failures
+	}
+	if failed(fd) {
+		failures++
+	} else {
+		failures = 0
+	}
+	return now.Add(pt.gap(fd) + backoff(failures))
+}
+
+// remember mirrors an applied batch in memory; freed[i] is done[i] as the
+// store applied it.
+func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, freed []store.Done, now time.Time) {
 	for _, q := range enq {
 		h := pt.host(q.Host)
 		h.queued++
 		pt.s.Stats.Enqueued.Add(1)
 		pt.schedule(h, now)
 	}
-	for _, d := range done {
+	for i, d := range done {
 		h := pt.hosts[d.Host]
 		if h == nil || h.inFlight == nil || h.inFlight.Task.ID != d.TaskID {
 			continue // stale: the task was re-issued after its lease ran out
 		}
 		h.inFlight = nil
-		if d.Status == 0 && d.Error != "" || d.Status >= 500 {
+		if failed(d) {
 			h.failures++
 		} else {
 			h.failures = 0
 		}
-		h.nextAt = now.Add(pt.gap(d) + backoff(h.failures))
+		h.nextAt = freed[i].NotBefore
+		if pt.s.gapHist != nil {
+			pt.s.gapHist.Observe(h.nextAt.Sub(now).Seconds())
+		}
 		pt.s.Stats.Done.Add(1)
 		pt.schedule(h, now)
 	}
@@ -531,7 +611,7 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	var due []string
-	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(now) {
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(now) && len(due) < maxIssue {
 		e := pt.ready.pop()
 		h := pt.hosts[e.host]
 		if h == nil {
@@ -577,11 +657,21 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 	}); err != nil {
 		return err
 	}
+	issued := make(map[string]bool, len(tasks))
 	for i := range tasks {
 		h := pt.host(tasks[i].Task.Host)
 		h.queued--
 		h.inFlight = &tasks[i]
+		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
+	}
+	for _, name := range due {
+		if h := pt.hosts[name]; h != nil && !issued[name] {
+			// Its queue was empty after all, or dropped by the host's
+			// budget: nothing is left to issue.
+			h.queued = 0
+			pt.schedule(h, now)
+		}
 	}
 	pt.s.Stats.Issued.Add(int64(len(tasks)))
 	return pt.publish(ctx, tasks)
@@ -598,6 +688,41 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 		ids[i] = "task:" + t.Task.ID
 	}
 	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+}
+
+// forget takes a stopped partition's figures out of the replica's gauges.
+func (pt *partition) forget() {
+	g := &pt.s.Gauges
+	for i, v := range []*atomic.Int64{&g.Queued, &g.Ready, &g.Waiting, &g.InFlight} {
+		v.Add(-pt.gauged[i])
+	}
+	pt.gauged = [4]int64{}
+}
+
+// gauge refreshes the replica's gauges with this partition's figures, at
+// most once a second (a pass over the partition's live hosts).
+func (pt *partition) gauge(now time.Time) {
+	if now.Sub(pt.gaugedAt) < time.Second {
+		return
+	}
+	pt.gaugedAt = now
+	var cur [4]int64
+	for _, h := range pt.hosts {
+		cur[0] += int64(h.queued)
+		switch {
+		case h.inFlight != nil:
+			cur[3]++
+		case h.queued > 0 && h.nextAt.After(now):
+			cur[2]++
+		case h.queued > 0:
+			cur[1]++
+		}
+	}
+	g := &pt.s.Gauges
+	for i, v := range []*atomic.Int64{&g.Queued, &g.Ready, &g.Waiting, &g.InFlight} {
+		v.Add(cur[i] - pt.gauged[i])
+	}
+	pt.gauged = cur
 }
 
 func maxTime(a, b time.Time) time.Time {

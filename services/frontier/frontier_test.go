@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,4 +246,73 @@ func TestFailingHostIsBackedOff(t *testing.T) {
 	if _, _, ok := h.task(2 * time.Second); !ok {
 		t.Fatal("the failing host was never given its next task")
 	}
+}
+
+func (h *harness) enqueueLinks(links ...messages.Link) {
+	data, _ := json.Marshal(messages.NewURLs{V: 1, Links: links})
+	testbus.Publish(h.t, h.js, h.names.FrontierNew(0), data, messages.HeaderKind, "new")
+}
+
+// With scores (a topical crawl) a host's URLs go best first; without, the
+// shallowest first; the score travels on the task.
+func TestBestFirstAndBreadthFirstOrder(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueueLinks(
+		messages.Link{URL: "http://a.example/low", Depth: 1, Score: 0.1},
+		messages.Link{URL: "http://a.example/high", Depth: 3, Score: 0.9},
+		messages.Link{URL: "http://a.example/mid", Depth: 2, Score: 0.5},
+		messages.Link{URL: "http://b.example/deep", Depth: 4},
+		messages.Link{URL: "http://b.example/shallow", Depth: 1},
+		messages.Link{URL: "http://b.example/middle", Depth: 2},
+	)
+	got := map[string][]string{}
+	for range 6 {
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("only %v issued", got)
+		}
+		if task.URL == "http://a.example/high" && task.Score != 0.9 {
+			t.Errorf("task lost its score: %+v", task)
+		}
+		got[task.Host] = append(got[task.Host], task.URL)
+		h.done(task, false)
+	}
+	want := map[string][]string{
+		"a.example": {"http://a.example/high", "http://a.example/mid", "http://a.example/low"},
+		"b.example": {"http://b.example/shallow", "http://b.example/middle", "http://b.example/deep"},
+	}
+	for host, urls := range want {
+		if !slices.Equal(got[host], urls) {
+			t.Errorf("%s issued %v, want %v", host, got[host], urls)
+		}
+	}
+}
+
+// The gauges show queued URLs and hosts in flight or resting.
+func TestGauges(t *testing.T) {
+	h := start(t, Options{Delay: time.Hour})
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://b.example/1")
+	var tasks []messages.FetchTask
+	for range 2 {
+		task, _, ok := h.task(2 * time.Second)
+		if !ok {
+			t.Fatal("not one task per host")
+		}
+		tasks = append(tasks, task)
+	}
+	for _, task := range tasks {
+		if task.Host == "a.example" {
+			h.done(task, false) // a rests an hour with two URLs; b stays in flight
+		}
+	}
+	g := &h.svc.Gauges
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if g.Queued.Load() == 2 && g.InFlight.Load() == 1 && g.Waiting.Load() == 1 && g.Ready.Load() == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("gauges queued %d, in flight %d, waiting %d, ready %d; want 2, 1, 1, 0",
+		g.Queued.Load(), g.InFlight.Load(), g.Waiting.Load(), g.Ready.Load())
 }

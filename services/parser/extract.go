@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
 
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
@@ -21,18 +21,65 @@ const (
 	MaxLinks = 10000
 	// MaxTitle caps the title, in bytes.
 	MaxTitle = 512
+	// MaxText caps the visible text kept of a page, in bytes.
+	MaxText = 64 << 10
+	// MaxHeadings caps the headings kept, MaxHeading the length of each and
+	// MaxAnchor the anchor text kept with a link.
+	MaxHeadings = 64
+	MaxHeading  = 256
+	MaxAnchor   = 256
+	// contextWords is how many words on each side of an anchor make its
+	// context (SharkSearch's link context).
+	contextWords = 10
 	// maxHrefs caps the raw href values kept while scanning a page, so that
 	// memory stays bounded whatever the body holds; they are resolved once
 	// the whole page (and its <base>) has been seen.
 	maxHrefs = 10 * MaxLinks
 )
 
+// Page is what the extractor reads: a fetched body with its URL and the
+// response headers that matter (Content-Type for the charset, X-Robots-Tag,
+// Content-Language).
+type Page struct {
+	URL         string
+	Body        []byte
+	ContentType string
+	Headers     map[string]string
+}
+
+// Link is one link of a page.
+type Link struct {
+	// URL is canonical http(s).
+	URL  string
+	Kind Kind
+	// NoFollow is set by rel=nofollow on the element (the page-wide
+	// directives are in Extracted.NoFollow).
+	NoFollow bool
+	// Anchor is the link's text (with the alt text of images in it), and
+	// Context the words around it: both feed link scoring.
+	Anchor, Context string
+}
+
 // Extracted is what a page yields.
 type Extracted struct {
 	Title string
-	// Links are canonical http(s) URLs, in document order, without repeats;
-	// never nil, so it encodes as a JSON array.
-	Links []string
+	// Text is the visible text (no script, style or title), whitespace
+	// collapsed, at most MaxText bytes; Headings the text of h1-h6.
+	Text     string
+	Headings []string
+	// Lang is the document's language: <html lang>, else a
+	// Content-Language meta tag or header.
+	Lang string
+	// Canonical is the page's rel=canonical URL (canonicalized), if any.
+	Canonical string
+	// Charset is the encoding the body was decoded from.
+	Charset string
+	// NoIndex and NoFollow come from <meta name=robots|trawler> and the
+	// X-Robots-Tag header.
+	NoIndex, NoFollow bool
+	// Links are canonical http(s) URLs of the enabled kinds, in document
+	// order, without repeats (the first occurrence wins); never nil.
+	Links []Link
 	// Dropped counts hrefs that did not resolve to an http(s) URL:
 	// javascript:, mailto: and other schemes, and malformed URLs.
 	Dropped int
@@ -40,32 +87,85 @@ type Extracted struct {
 	Truncated bool
 }
 
-// Extract returns the title and the links of an HTML page fetched from
-// pageURL. It streams through the tokenizer rather than building a tree, so
-// it copes with any input, well formed or not; the only error is an unusable
-// pageURL.
-//
-// Links come from <a href> and <area href>, resolved against the first
-// <base href> of the page (itself resolved against pageURL; ignored when
-// invalid), else pageURL, as browsers do.
-func Extract(body []byte, pageURL string) (Extracted, error) {
-	page, err := canonicalURL(pageURL)
-	if err != nil {
-		return Extracted{Links: []string{}}, fmt.Errorf("page URL: %w", err)
+// URLs returns the links' URLs.
+func (e Extracted) URLs() []string {
+	out := make([]string, len(e.Links))
+	for i, l := range e.Links {
+		out[i] = l.URL
 	}
-	s := scanPage(body)
-	base := page
+	return out
+}
+
+// Extract decodes a page to UTF-8 (charset from the Content-Type header, a
+// BOM or a <meta> tag, as browsers decide it) and returns its title, text,
+// headings, robots directives and the links of the given kinds. It streams
+// through the tokenizer rather than building a tree, so it copes with any
+// input, well formed or not; the only error is an unusable page URL.
+//
+// Links are resolved against the first <base href> of the page (itself
+// resolved against the page URL; ignored when invalid), else the page URL,
+// as browsers do.
+func Extract(p Page, kinds Kind) (Extracted, error) {
+	page, err := canonicalURL(p.URL)
+	if err != nil {
+		return Extracted{Links: []Link{}}, fmt.Errorf("page URL: %w", err)
+	}
+	body, cs := decode(p.Body, p.ContentType)
+	s := scanPage(body, kinds)
+	base, err := urlx.NewBase(page)
+	if err != nil {
+		return Extracted{Links: []Link{}}, fmt.Errorf("page URL: %w", err)
+	}
 	if s.hasBase {
-		if b, err := urlx.Resolve(page, s.baseHref); err == nil {
+		if b, err := base.Resolve(s.baseHref); err == nil {
 			if u, err := url.Parse(b); err == nil {
-				base = u
+				if nb, err := urlx.NewBase(u); err == nil {
+					base = nb
+				}
 			}
 		}
 	}
-	ex := Extracted{Title: s.title}
-	ex.Links, ex.Dropped, ex.Truncated = resolveLinks(base, s.hrefs)
+	ex := Extracted{
+		Title: s.title, Text: s.text.String(), Headings: s.headings, Lang: s.lang, Charset: cs,
+		NoIndex: s.noindex, NoFollow: s.nofollow,
+	}
+	if ex.Lang == "" {
+		ex.Lang = cleanLang(p.Headers["Content-Language"])
+	}
+	if s.hasCanonical {
+		if c, err := base.Resolve(s.canonical); err == nil {
+			ex.Canonical = c
+		}
+	}
+	if v := p.Headers["X-Robots-Tag"]; v != "" {
+		ni, nf := robotsDirectives(v, true)
+		ex.NoIndex, ex.NoFollow = ex.NoIndex || ni, ex.NoFollow || nf
+	}
+	ex.Links, ex.Dropped, ex.Truncated = resolveLinks(base, s.hrefs, &s.text)
 	ex.Truncated = ex.Truncated || s.truncated
 	return ex, nil
+}
+
+// decode returns body as UTF-8 and the name of the encoding it was in. The
+// encoding comes from a BOM, the Content-Type charset or a <meta> in the
+// first 1024 bytes (the WHATWG encoding sniffing rules). Where browsers
+// then guess from the first 1024 bytes, we take UTF-8 when the whole body
+// is valid UTF-8 (ASCII included: nothing to decode) and windows-1252
+// otherwise.
+func decode(body []byte, contentType string) ([]byte, string) {
+	enc, name, certain := charset.DetermineEncoding(body, contentType)
+	if name == "windows-1252" && !certain && utf8.Valid(body) {
+		name = "utf-8"
+	}
+	if name == "utf-8" {
+		return bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), name
+	}
+	out, err := enc.NewDecoder().Bytes(body)
+	if err != nil { // decoders replace bad input rather than fail; be safe
+		return body, "utf-8"
+	}
+	// UTF-16 decoders keep the byte order mark as U+FEFF.
+	return bytes.TrimPrefix(out, []byte("\uFEFF")), name
 }
 
 func canonicalURL(raw string) (*url.URL, error) {
@@ -76,99 +176,40 @@ func canonicalURL(raw string) (*url.URL, error) {
 	return url.Parse(c)
 }
 
-// scanned is what one pass of the tokenizer collects.
-type scanned struct {
-	title     string
-	baseHref  string
-	hasBase   bool
-	hrefs     []string
-	truncated bool // more than maxHrefs hrefs
-}
-
-func scanPage(body []byte) scanned {
-	var s scanned
-	z := html.NewTokenizer(bytes.NewReader(body))
-	titleSeen, inTitle := false, false
-	for {
-		tt := z.Next()
-		switch tt {
-		case html.ErrorToken: // io.EOF: a bytes.Reader has no other error
-			return s
-		case html.TextToken:
-			// The tokenizer reads a title's content as one text token.
-			if inTitle {
-				s.title = cleanTitle(z.Text())
-			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			switch string(name) {
-			case "a", "area":
-				if href, ok := attr(z, hasAttr, "href"); ok {
-					s.addHref(href)
-				}
-			case "base":
-				if href, ok := attr(z, hasAttr, "href"); ok && !s.hasBase {
-					s.baseHref, s.hasBase = href, true
-				}
-			case "title":
-				if !titleSeen && tt == html.StartTagToken {
-					titleSeen = true
-					inTitle = true
-					continue
-				}
-			}
-		}
-		inTitle = false
-	}
-}
-
-func (s *scanned) addHref(href string) {
-	if len(s.hrefs) >= maxHrefs {
-		s.truncated = true
-		return
-	}
-	s.hrefs = append(s.hrefs, href)
-}
-
-// attr returns the value of the first attribute called key (HTML ignores
-// later duplicates).
-func attr(z *html.Tokenizer, hasAttr bool, key string) (string, bool) {
-	for more := hasAttr; more; {
-		var k, v []byte
-		k, v, more = z.TagAttr()
-		if string(k) == key {
-			return string(v), true
-		}
-	}
-	return "", false
-}
-
 // resolveLinks canonicalizes hrefs against base, keeping the first of
-// repeats and at most MaxLinks.
-func resolveLinks(base *url.URL, hrefs []string) (links []string, dropped int, truncated bool) {
-	links = make([]string, 0, min(len(hrefs), MaxLinks))
-	seen := make(map[string]struct{}, cap(links))
-	for _, href := range hrefs {
-		link, err := urlx.Resolve(base, href)
+// repeats and at most MaxLinks, and cuts each link's context out of text.
+func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf) (links []Link, dropped int, truncated bool) {
+	links = make([]Link, 0, min(len(hrefs), MaxLinks))
+	seen := make(map[string]int, cap(links))
+	for _, h := range hrefs {
+		u, err := base.Resolve(h.href)
 		if err != nil {
 			dropped++
 			continue
 		}
-		if _, dup := seen[link]; dup {
+		if i, dup := seen[u]; dup {
+			// A repeat adds its anchor text when the first had none (an
+			// image link followed by a text link to the same page).
+			if links[i].Anchor == "" && h.anchor != "" {
+				links[i].Anchor = h.anchor
+			}
+			links[i].NoFollow = links[i].NoFollow && h.nofollow
 			continue
 		}
 		if len(links) == MaxLinks {
 			return links, dropped, true
 		}
-		seen[link] = struct{}{}
-		links = append(links, link)
+		seen[u] = len(links)
+		links = append(links, Link{
+			URL: u, Kind: h.kind, NoFollow: h.nofollow, Anchor: h.anchor,
+			Context: text.context(h.textStart, h.textEnd, contextWords),
+		})
 	}
 	return links, dropped, false
 }
 
 // cleanTitle collapses ASCII whitespace as document.title does, repairs
-// invalid UTF-8 (bodies are not transcoded) and caps the length on a rune
-// boundary.
+// invalid UTF-8 and caps the length on a rune boundary.
 func cleanTitle(raw []byte) string {
 	var b strings.Builder
 	space := false
@@ -186,15 +227,40 @@ func cleanTitle(raw []byte) string {
 			break
 		}
 	}
-	t := strings.ToValidUTF8(b.String(), "\uFFFD")
-	if len(t) > MaxTitle {
-		cut := MaxTitle
-		for cut > 0 && !utf8.RuneStart(t[cut]) {
-			cut--
-		}
-		t = strings.TrimRight(t[:cut], " ")
+	t := b.String()
+	if !utf8.ValidString(t) {
+		t = strings.ToValidUTF8(t, "\uFFFD")
 	}
-	return t
+	return capUTF8(t, MaxTitle)
+}
+
+// capUTF8 cuts s to at most n bytes on a rune boundary.
+func capUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRight(s[:cut], " ")
+}
+
+// cleanLang keeps the first language tag of a lang attribute or a
+// Content-Language value ("en-GB, fr" gives "en-GB"), if it looks like one.
+func cleanLang(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 35 {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return ""
+		}
+	}
+	return v
 }
 
 // IsHTML reports whether a response is an HTML document: by its media type

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -13,7 +14,7 @@ const page = "http://example.com/dir/page.html"
 
 func extract(t *testing.T, body string) Extracted {
 	t.Helper()
-	ex, err := Extract([]byte(body), page)
+	ex, err := Extract(Page{URL: page, Body: []byte(body)}, DefaultKinds)
 	if err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
@@ -136,8 +137,8 @@ func TestExtract(t *testing.T) {
 			if want == nil {
 				want = []string{}
 			}
-			if !reflect.DeepEqual(ex.Links, want) {
-				t.Errorf("links\n got %q\nwant %q", ex.Links, want)
+			if !reflect.DeepEqual(ex.URLs(), want) {
+				t.Errorf("links\n got %q\nwant %q", ex.URLs(), want)
 			}
 			if ex.Dropped != tt.dropped {
 				t.Errorf("dropped %d, want %d", ex.Dropped, tt.dropped)
@@ -151,7 +152,7 @@ func TestExtract(t *testing.T) {
 
 func TestExtractBadPageURL(t *testing.T) {
 	for _, u := range []string{"", "/relative", "mailto:x@y", "http://"} {
-		if ex, err := Extract([]byte(`<a href="x">`), u); err == nil {
+		if ex, err := Extract(Page{URL: u, Body: []byte(`<a href="x">`)}, DefaultKinds); err == nil {
 			t.Errorf("Extract(page %q) = %+v, want an error", u, ex)
 		}
 	}
@@ -163,8 +164,8 @@ func TestExtractTitleCap(t *testing.T) {
 	if len(ex.Title) > MaxTitle || len(ex.Title) < MaxTitle-1 || !utf8.ValidString(ex.Title) {
 		t.Errorf("title of %d bytes (valid UTF-8: %v), want at most %d", len(ex.Title), utf8.ValidString(ex.Title), MaxTitle)
 	}
-	ex = extract(t, "<title>caf\xe9 \xff</title>") // Latin-1 bytes: not transcoded, but valid UTF-8 out
-	if ex.Title != "caf\uFFFD \uFFFD" {
+	ex = extract(t, "<title>caf\xe9 \xff</title>") // not UTF-8, no charset given: windows-1252
+	if ex.Title != "café ÿ" {
 		t.Errorf("title %q", ex.Title)
 	}
 }
@@ -179,8 +180,8 @@ func TestExtractLinkCap(t *testing.T) {
 	if len(ex.Links) != MaxLinks || !ex.Truncated {
 		t.Errorf("%d links, truncated %v; want %d, true", len(ex.Links), ex.Truncated, MaxLinks)
 	}
-	if ex.Links[MaxLinks-1] != fmt.Sprintf("http://example.com/p%d", MaxLinks-1) {
-		t.Errorf("last link %q", ex.Links[MaxLinks-1])
+	if ex.Links[MaxLinks-1].URL != fmt.Sprintf("http://example.com/p%d", MaxLinks-1) {
+		t.Errorf("last link %q", ex.Links[MaxLinks-1].URL)
 	}
 
 	// Exactly MaxLinks distinct links, then only repeats: not truncated.
@@ -198,7 +199,7 @@ func TestExtractJunk(t *testing.T) {
 	junk := make([]byte, 1<<20)
 	rng.Read(junk)
 	ex := extract(t, string(junk))
-	for _, l := range ex.Links {
+	for _, l := range ex.URLs() {
 		if !strings.HasPrefix(l, "http") {
 			t.Errorf("junk gave link %q", l)
 		}
@@ -207,8 +208,8 @@ func TestExtractJunk(t *testing.T) {
 	// An enormous attribute and an enormous title.
 	huge := strings.Repeat("a", 4<<20)
 	ex = extract(t, `<title>`+huge+`</title><a href="/`+huge+`"><a href="/ok" x="`+huge+`">`)
-	if len(ex.Title) > MaxTitle || !reflect.DeepEqual(ex.Links, []string{"http://example.com/ok"}) || ex.Dropped != 1 {
-		t.Errorf("title of %d bytes, links %q, dropped %d", len(ex.Title), ex.Links, ex.Dropped)
+	if len(ex.Title) > MaxTitle || !reflect.DeepEqual(ex.URLs(), []string{"http://example.com/ok"}) || ex.Dropped != 1 {
+		t.Errorf("title of %d bytes, links %q, dropped %d", len(ex.Title), ex.URLs(), ex.Dropped)
 	}
 
 	// Deep nesting and unterminated constructs.
@@ -260,9 +261,18 @@ func FuzzExtract(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ex, err := Extract(body, page)
+		start := time.Now()
+		ex, err := Extract(Page{URL: page, Body: body}, AllKinds)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Bounded time: linear work; even a slow machine under -race does
+		// a fuzz input (at most a few MB) well within this.
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("%d bytes took %v", len(body), d)
+		}
+		if len(ex.Text) > MaxText || !utf8.ValidString(ex.Text) || len(ex.Headings) > MaxHeadings {
+			t.Fatalf("text of %d bytes, %d headings", len(ex.Text), len(ex.Headings))
 		}
 		if len(ex.Title) > MaxTitle || !utf8.ValidString(ex.Title) {
 			t.Fatalf("bad title %q", ex.Title)
@@ -271,7 +281,11 @@ func FuzzExtract(f *testing.F) {
 			t.Fatalf("%d links (nil: %v)", len(ex.Links), ex.Links == nil)
 		}
 		seen := map[string]bool{}
-		for _, l := range ex.Links {
+		for _, link := range ex.Links {
+			l := link.URL
+			if len(link.Anchor) > MaxAnchor || !utf8.ValidString(link.Anchor) || !utf8.ValidString(link.Context) {
+				t.Fatalf("anchor %q context %q", link.Anchor, link.Context)
+			}
 			if seen[l] {
 				t.Fatalf("repeated link %q", l)
 			}
@@ -283,4 +297,23 @@ func FuzzExtract(f *testing.F) {
 		IsHTML("", body)
 		IsHTML(string(body), body)
 	})
+}
+
+// Many links in text without spaces: contexts are cut, not quadratic.
+func TestExtractManyLinksNoSpaces(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < MaxLinks; i++ {
+		fmt.Fprintf(&b, `<a href="/p%d">x%d</a>`, i, i)
+	}
+	start := time.Now()
+	ex := extract(t, b.String())
+	if len(ex.Links) != MaxLinks {
+		t.Fatalf("%d links", len(ex.Links))
+	}
+	for _, l := range ex.Links {
+		if len(l.Context) > 600 {
+			t.Fatalf("context of %d bytes", len(l.Context))
+		}
+	}
+	t.Logf("%d links in %v", len(ex.Links), time.Since(start))
 }

@@ -18,8 +18,10 @@ import (
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/pkg/topic"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
@@ -39,8 +41,20 @@ type Options struct {
 	MaxRedirects   int
 	MaxURLLength   int
 	MaxDeliver     int
+	// Kinds are the link kinds extracted (0: DefaultKinds).
+	Kinds Kind
+	// Rules are the crawl's optional canonical rules (query sorting,
+	// dropped parameters), applied to every extracted link.
+	Rules urlx.Rules
+	// Filter holds the allow and deny patterns (nil: none).
+	Filter *scope.Filter
+	// Scorer scores links for the frontier (nil: breadth-first, score 0).
+	Scorer *topic.Scorer
 	// Recent holds back links this parser sent recently (nil: none).
-	Recent     *splitter.Recent
+	Recent *splitter.Recent
+	// TraceDir, when set, records the cross subtrace in a new file there
+	// (splitter.CrossTrace; read by `trawler cachesim`).
+	TraceDir   string
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
 }
@@ -48,18 +62,39 @@ type Options struct {
 // Stats are the service's running totals.
 type Stats struct {
 	Pages, Links, Queued, OutOfScope, TooDeep, Invalid atomic.Int64
+	// NoFollow counts links not followed for rel=nofollow or the page's
+	// robots directives; NotRelevant those the scoring strategy turned
+	// down; Filtered those refused by the allow/deny patterns or the length
+	// bound. Relevant counts pages above the topic threshold.
+	NoFollow, NotRelevant, Filtered, Relevant atomic.Int64
 }
 
 // Service is one parser replica.
 type Service struct {
-	o     Options
-	dlq   bus.DeadLetters
-	Stats Stats
+	o       Options
+	dlq     bus.DeadLetters
+	scorer  *topic.Scorer
+	lineage *lineage             // SharkSearch only
+	cross   *splitter.CrossTrace // nil: not recording
+	Stats   Stats
 }
+
+// lineageSize bounds the links whose SharkSearch state a parser remembers
+// (per generation; about 40 bytes each).
+const lineageSize = 1 << 18
 
 // New wires a parser replica; Run starts it.
 func New(o Options) *Service {
-	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "parser", MaxDeliver: o.MaxDeliver}}
+	if o.Kinds == 0 {
+		o.Kinds = DefaultKinds
+	}
+	s := &Service{o: o, scorer: o.Scorer, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "parser", MaxDeliver: o.MaxDeliver}}
+	if s.scorer == nil {
+		s.scorer, _ = topic.NewScorer(nil, topic.BreadthFirst, 0)
+	}
+	if s.scorer.Strategy != topic.BreadthFirst {
+		s.lineage = newLineage(lineageSize)
+	}
 	if o.Registerer != nil {
 		bus.RegisterCounters(o.Registerer, "parser",
 			bus.Counter{Name: "pages_total", Help: "Pages parsed.", Value: &s.Stats.Pages},
@@ -67,6 +102,10 @@ func New(o Options) *Service {
 			bus.Counter{Name: "links_queued_total", Help: "Links handed to dedup.", Value: &s.Stats.Queued},
 			bus.Counter{Name: "links_out_of_scope_total", Help: "Links dropped as out of scope.", Value: &s.Stats.OutOfScope},
 			bus.Counter{Name: "links_too_deep_total", Help: "Links dropped beyond --max-depth or --max-redirects.", Value: &s.Stats.TooDeep},
+			bus.Counter{Name: "links_nofollow_total", Help: "Links not followed for rel=nofollow, meta robots or X-Robots-Tag.", Value: &s.Stats.NoFollow},
+			bus.Counter{Name: "links_not_relevant_total", Help: "Links the topical scoring strategy did not follow.", Value: &s.Stats.NotRelevant},
+			bus.Counter{Name: "links_filtered_total", Help: "Links refused by --allow/--deny patterns or --max-url-length.", Value: &s.Stats.Filtered},
+			bus.Counter{Name: "pages_relevant_total", Help: "Pages above the topic's relevance threshold.", Value: &s.Stats.Relevant},
 		)
 		if o.Recent != nil {
 			bus.RegisterCounters(o.Registerer, "parser",
@@ -87,6 +126,19 @@ func (s *Service) Run(ctx context.Context) error {
 	msgs, err := bus.Pull(ctx, cons, 2*s.o.Workers)
 	if err != nil {
 		return err
+	}
+	if s.o.TraceDir != "" {
+		ct, path, err := splitter.OpenCrossTrace(s.o.TraceDir, s.o.PartitionCount)
+		if err != nil {
+			return fmt.Errorf("parser cross trace: %w", err)
+		}
+		s.o.Log.Info("recording the cross fingerprint subtrace", "file", path)
+		s.cross = ct
+		defer func() {
+			if err := ct.Close(); err != nil {
+				s.o.Log.Warn("closing the cross trace failed", "file", path, "err", err)
+			}
+		}()
 	}
 	bus.Work(ctx, s.o.Workers, msgs, s.handle)
 	return nil
@@ -111,6 +163,9 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	via := messages.ViaLink
 	if page.Location != "" {
 		via = messages.ViaRedirect
+	}
+	if err := s.cross.Record(page.URL, follow); err != nil {
+		s.o.Log.Warn("cross trace write failed; tracing stops", "err", err) // the crawl goes on
 	}
 	follow = s.o.Recent.Filter(follow)
 	out, ids := splitter.Split(s.o.Names, s.o.PartitionCount, via, page.URL, "links:"+page.TaskID, follow)
@@ -139,22 +194,50 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		Outlinks: []string{},
 	}
 	depth, hops := page.Depth+1, 0
+	var links []Link
+	var scores []topic.LinkScore
 	switch {
 	case page.Location != "" && page.Status >= 300 && page.Status < 400:
-		// A redirect is not a link click: same depth, one more hop.
+		// A redirect is not a link click: same depth, one more hop, and the
+		// target takes the place (and the score) of the URL that moved.
 		if target, err := urlx.Canonicalize(page.Location); err == nil {
-			doc.Outlinks = []string{target}
+			links = s.applyRules([]Link{{URL: target}})
+			p := s.lineage.parent(page.URL, 0, s.scorer)
+			scores = []topic.LinkScore{{Score: p.Score, DepthLeft: p.DepthLeft, Follow: true}}
 		} else {
 			s.Stats.Invalid.Add(1)
 		}
 		depth, hops = page.Depth, page.Hops+1
 	case page.Status >= 200 && page.Status < 300 && IsHTML(page.ContentType, body):
-		ex, err := Extract(body, page.URL)
+		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers}, s.o.Kinds)
 		if err != nil {
 			doc.Error = fmt.Sprintf("parse: %v", err)
 		}
-		doc.Title, doc.Outlinks = ex.Title, append(doc.Outlinks, ex.Links...)
+		doc.Title, doc.Headings, doc.Lang, doc.Charset = ex.Title, ex.Headings, ex.Lang, ex.Charset
+		doc.Canonical, doc.NoIndex, doc.NoFollow = ex.Canonical, ex.NoIndex, ex.NoFollow
+		if !ex.NoIndex {
+			doc.Text = ex.Text
+		}
 		s.Stats.Invalid.Add(int64(ex.Dropped))
+		links = s.applyRules(ex.Links)
+		var relevance float64
+		if s.scorer.Topic != nil {
+			relevance = s.scorer.Topic.Relevance(ex.Title, ex.Text)
+			doc.Relevance, doc.Relevant = &relevance, s.scorer.Relevant(relevance)
+			if doc.Relevant {
+				s.Stats.Relevant.Add(1)
+			}
+		}
+		anchors := make([]topic.Anchor, len(links))
+		for i, l := range links {
+			anchors[i] = topic.Anchor{Text: l.Anchor, Context: l.Context}
+		}
+		parent := s.lineage.parent(page.URL, relevance, s.scorer)
+		parent.Seed = page.Depth == 0
+		scores = s.scorer.Score(parent, anchors)
+	}
+	for _, l := range links {
+		doc.Outlinks = append(doc.Outlinks, l.URL)
 	}
 	s.Stats.Links.Add(int64(len(doc.Outlinks)))
 
@@ -162,13 +245,25 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		s.Stats.TooDeep.Add(int64(len(doc.Outlinks)))
 		return doc, nil, nil
 	}
+	if doc.NoFollow {
+		s.Stats.NoFollow.Add(int64(len(links)))
+		return doc, nil, nil
+	}
 	var follow []messages.Link
-	for _, link := range doc.Outlinks {
-		if len(link) > s.o.MaxURLLength {
-			s.Stats.Invalid.Add(1)
+	for i, link := range links {
+		switch {
+		case link.NoFollow:
+			s.Stats.NoFollow.Add(1)
+			continue
+		case !scores[i].Follow:
+			s.Stats.NotRelevant.Add(1)
 			continue
 		}
-		host, err := urlx.Host(link)
+		if len(link.URL) > s.o.MaxURLLength || s.o.Filter.Check(link.URL) != scope.Allowed {
+			s.Stats.Filtered.Add(1)
+			continue
+		}
+		host, err := urlx.Host(link.URL)
 		if err != nil {
 			continue
 		}
@@ -180,8 +275,27 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			s.Stats.OutOfScope.Add(1)
 			continue
 		}
-		follow = append(follow, messages.Link{URL: link, Depth: depth, Hops: hops})
+		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score})
+		s.lineage.remember(link.URL, scores[i].Score, scores[i].DepthLeft)
 	}
 	doc.Queued = len(follow)
 	return doc, follow, nil
+}
+
+// applyRules applies the crawl's optional canonical rules to the links,
+// merging those that become equal.
+func (s *Service) applyRules(links []Link) []Link {
+	if !s.o.Rules.Active() {
+		return links
+	}
+	out := links[:0]
+	seen := make(map[string]bool, len(links))
+	for _, l := range links {
+		l.URL = s.o.Rules.Apply(l.URL)
+		if !seen[l.URL] {
+			seen[l.URL] = true
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -1,0 +1,15 @@
+//go:build unix
+
+package warc
+
+import (
+	"os"
+	"syscall"
+)
+
+// lock takes an exclusive advisory lock on f without waiting; it lasts until
+// f is closed or its process dies, which is how Recover tells the .open file
+// of a live writer from a crashed one's.
+func lock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}

@@ -1,0 +1,165 @@
+// Package archive holds the two sinks that keep what a crawl fetched: a WARC
+// archive of pages.fetched (WARCSink) and a JSON Lines file of pages.parsed
+// (JSONLSink). Each is an ordinary service: it reads through a durable
+// consumer of its own, so it never slows the crawl, and several replicas
+// share that consumer to scale out. A message is acknowledged only once its
+// record is written and synced to disk; a crash before that redelivers it
+// (at-least-once: a record can appear twice, never zero times).
+//
+// Backpressure: PAGES is an interest-retention stream. While the WARC
+// consumer exists, every page stays on the NATS server until the archive has
+// written it, however far behind the archive is: a slow or stopped archive
+// costs the NATS server disk, not the crawl speed. Delete the consumer
+// (DeleteConsumers, `trawler archive --remove`) when you stop archiving a
+// crawl for good. PARSED has limits retention (7 days, 1 GiB): a JSON Lines
+// sink that falls further behind than that loses the oldest documents.
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Durable consumer names of the sinks.
+const (
+	ConsumerWARC  = "archive-warc"
+	ConsumerJSONL = "archive-jsonl"
+)
+
+// Stats are a sink's running totals.
+type Stats struct {
+	Messages atomic.Int64 // messages written and acknowledged
+	Records  atomic.Int64 // records (WARC) or lines (JSON Lines) written
+	Bytes    atomic.Int64 // payload bytes archived
+	Parked   atomic.Int64 // messages dead-lettered as unarchivable
+}
+
+// EnsureWARC creates (or updates) the WARC sink's durable consumer on PAGES.
+// Create it before the crawl starts to archive every page: pages published
+// while no consumer but the parser's exists are gone once parsed.
+func EnsureWARC(ctx context.Context, js jetstream.JetStream, names subjects.Names) (jetstream.Consumer, error) {
+	c, err := js.CreateOrUpdateConsumer(ctx, names.StreamPages(), consumerConfig(ConsumerWARC, names.PagesFetched()))
+	if err != nil {
+		return nil, fmt.Errorf("archive consumer %s: %w", ConsumerWARC, err)
+	}
+	return c, nil
+}
+
+// EnsureJSONL creates (or updates) the JSON Lines sink's durable consumer on
+// PARSED; created later than the crawl, it starts with what PARSED still holds.
+func EnsureJSONL(ctx context.Context, js jetstream.JetStream, names subjects.Names) (jetstream.Consumer, error) {
+	c, err := js.CreateOrUpdateConsumer(ctx, names.StreamParsed(), consumerConfig(ConsumerJSONL, names.PagesParsed()))
+	if err != nil {
+		return nil, fmt.Errorf("archive consumer %s: %w", ConsumerJSONL, err)
+	}
+	return c, nil
+}
+
+// DeleteConsumers removes both sinks' consumers, so PAGES stops keeping pages
+// for an archive that will not come back.
+func DeleteConsumers(ctx context.Context, js jetstream.JetStream, names subjects.Names) error {
+	var errs []error
+	for stream, name := range map[string]string{names.StreamPages(): ConsumerWARC, names.StreamParsed(): ConsumerJSONL} {
+		if err := js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			errs = append(errs, fmt.Errorf("delete consumer %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func consumerConfig(name, subject string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable: name, FilterSubject: subject, Description: "Trawler archive sink",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1,
+		MaxAckPending: 2 * batchMax,
+	}
+}
+
+// batchMax bounds the messages written between two syncs.
+const batchMax = 512
+
+// writer is what a sink loop drives: write a batch (returning the messages
+// that cannot be archived, with why), make it durable, rotate, finish.
+type writer interface {
+	write(batch []jetstream.Msg) (bad map[jetstream.Msg]error, err error)
+	sync() error
+	rotateIfDue() error
+	close() error
+}
+
+// run pulls from c and hands batches to w until ctx ends, then closes w.
+func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
+	msgs, err := bus.PullBatches(ctx, c, batchMax)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	batches := make(chan []jetstream.Msg)
+	go func() {
+		defer close(batches)
+		for {
+			b := bus.Batch(ctx, msgs, batchMax)
+			if b == nil {
+				return
+			}
+			batches <- b
+		}
+	}()
+	work := context.WithoutCancel(ctx)
+	for {
+		select {
+		case b, ok := <-batches:
+			if !ok {
+				return w.close()
+			}
+			if err := handle(work, ctx, b, w, dlq, stats, log); err != nil {
+				w.close()
+				return err
+			}
+		case <-tick.C:
+			if err := w.rotateIfDue(); err != nil {
+				log.Error("completing a file", "err", err)
+			}
+		}
+	}
+}
+
+// handle writes one batch and acknowledges it once durable; failures to
+// write are retried (the messages held meanwhile) until ctx ends.
+func handle(work, ctx context.Context, b []jetstream.Msg, w writer, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
+	var bad map[jetstream.Msg]error
+	err := bus.Retry(ctx, "archive write", log.Warn, func() {
+		for _, m := range b {
+			_ = m.InProgress()
+		}
+	}, func() error {
+		var err error
+		if bad, err = w.write(b); err != nil {
+			return err
+		}
+		return w.sync()
+	})
+	if err != nil {
+		return nil // stopping: the batch is redelivered to the next replica
+	}
+	for _, m := range b {
+		if why, ok := bad[m]; ok {
+			stats.Parked.Add(1)
+			dlq.ParkOrLog(work, m, why.Error(), log)
+			continue
+		}
+		stats.Messages.Add(1)
+		_ = m.Ack()
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package archive_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/warc"
+	"github.com/trawlerhq/trawler/services/archive"
+)
+
+// A page the archive cannot represent (no metadata header, a URL with a
+// line break) is dead-lettered; the good pages around it are archived and
+// nothing is left pending.
+func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	a, err := archive.Start(ctx, archive.Options{JS: js, Names: names, Dir: dir, UserAgent: "test", Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(u string) []string {
+		meta, _ := json.Marshal(messages.Page{V: messages.Version, URL: u, Status: 200, FetchedAt: time.Now()})
+		return []string{messages.HeaderPage, string(meta)}
+	}
+	testbus.Publish(t, js, names.PagesFetched(), []byte("one"), page("http://a.test/1")...)
+	testbus.Publish(t, js, names.PagesFetched(), []byte("no header"))
+	testbus.Publish(t, js, names.PagesFetched(), []byte("bad"), page("http://a.test/\x01bad")...)
+	testbus.Publish(t, js, names.PagesFetched(), []byte("two"), page("http://a.test/2")...)
+	parsed, _ := json.Marshal(messages.Parsed{V: messages.Version, URL: "http://a.test/1", Status: 200, Outlinks: []string{"http://a.test/2"}})
+	testbus.Publish(t, js, names.PagesParsed(), parsed)
+	testbus.Publish(t, js, names.PagesParsed(), []byte("{not json"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := archive.Pending(ctx, js, names)
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d pending (%v)", n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := a.Finish(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.WARC.Stats.Parked.Load() + a.JSONL.Stats.Parked.Load(); got != 3 {
+		t.Errorf("%d messages parked, want 3", got)
+	}
+	st, _ := js.Stream(context.Background(), names.StreamDLQ())
+	if info, _ := st.Info(context.Background()); info.State.Msgs != 3 {
+		t.Errorf("dead-letter stream holds %d messages, want 3", info.State.Msgs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+warc.Suffix))
+	var uris []string
+	for _, f := range files {
+		fh, _ := os.Open(f)
+		recs, err := warc.ReadAll(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Get("WARC-Type") == warc.TypeResponse {
+				uris = append(uris, r.Get("WARC-Target-URI"))
+			}
+		}
+	}
+	if len(uris) != 2 || uris[0] != "http://a.test/1" || uris[1] != "http://a.test/2" {
+		t.Errorf("archived responses %v", uris)
+	}
+	lines, _ := filepath.Glob(filepath.Join(dir, "*"+archive.JSONLSuffix))
+	if len(lines) != 1 {
+		t.Fatalf("JSON Lines files %v", lines)
+	}
+	data, _ := os.ReadFile(lines[0])
+	want := `{"url":"http://a.test/1","status":200,"outlinks":["http://a.test/2"],"depth":0,"fetched_at":"0001-01-01T00:00:00Z"}` + "\n"
+	if string(data) != want {
+		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, want)
+	}
+}
+
+// The PAGES stream keeps pages for the archive's consumer even once the
+// parser has acknowledged them (interest retention), and drops them once the
+// archive has written them too.
+func TestPagesWaitForTheArchive(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	if _, err := archive.EnsureWARC(ctx, js, names); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := json.Marshal(messages.Page{V: messages.Version, URL: "http://a.test/", Status: 200})
+	testbus.Publish(t, js, names.PagesFetched(), []byte("body"), messages.HeaderPage, string(meta))
+	if m := testbus.Next(t, js, names.StreamPages(), names.ConsumerParser(), 5*time.Second); m == nil {
+		t.Fatal("parser got nothing")
+	}
+	msgs := func() uint64 {
+		st, _ := js.Stream(ctx, names.StreamPages())
+		info, _ := st.Info(ctx)
+		return info.State.Msgs
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := msgs(); n != 1 {
+		t.Fatalf("PAGES holds %d messages after the parser's ack, want 1 kept for the archive", n)
+	}
+	dir := t.TempDir()
+	runCtx, cancel := context.WithCancel(ctx)
+	a, err := archive.Start(runCtx, archive.Options{JS: js, Names: names, Dir: dir, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Finish(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for msgs() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := msgs(); n != 0 {
+		t.Errorf("PAGES holds %d messages after the archive wrote them", n)
+	}
+	if err := archive.DeleteConsumers(ctx, js, names); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Consumer(ctx, names.StreamPages(), archive.ConsumerWARC); err != jetstream.ErrConsumerNotFound {
+		t.Errorf("consumer after DeleteConsumers: %v", err)
+	}
+}
+
+func TestRecoverLines(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a-1.jsonl.open", "{\"url\":\"x\"}\n{\"url\":\"y\"}\n{\"url\":\"z")
+	write("b-1.jsonl.open", "{\"url\":\"half")
+	done, err := archive.RecoverLines(dir)
+	if err != nil || len(done) != 1 {
+		t.Fatalf("recovered %v, %v", done, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "a-1.jsonl"))
+	if string(data) != "{\"url\":\"x\"}\n{\"url\":\"y\"}\n" {
+		t.Errorf("recovered file %q", data)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.open")); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+}

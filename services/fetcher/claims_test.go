@@ -1,0 +1,76 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+func TestClaims(t *testing.T) {
+	c := newClaims(2)
+	if ok, _ := c.claim("a"); !ok {
+		t.Fatal("first claim refused")
+	}
+	if ok, done := c.claim("a"); ok || done {
+		t.Fatalf("claim of a running task = %v, %v; want refused, not done", ok, done)
+	}
+	c.finish("a", false) // handed back: may run again
+	if ok, _ := c.claim("a"); !ok {
+		t.Fatal("a handed-back task cannot be claimed again")
+	}
+	c.finish("a", true)
+	if ok, done := c.claim("a"); ok || !done {
+		t.Fatalf("claim of a finished task = %v, %v; want refused, done", ok, done)
+	}
+	for _, id := range []string{"b", "c"} { // evicts a
+		c.claim(id)
+		c.finish(id, true)
+	}
+	if ok, _ := c.claim("a"); !ok {
+		t.Error("the oldest finished task was not forgotten")
+	}
+}
+
+// A task delivered twice to one replica (JetStream redelivers it when its
+// ack wait runs out while it is still being fetched) is fetched once.
+func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		time.Sleep(300 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html></html>")
+	}))
+	defer srv.Close()
+	js, names := testbus.Start(t, 1)
+	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
+		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
+	data, _ := json.Marshal(task)
+	testbus.Publish(t, js, names.Fetch(0), data)
+	time.Sleep(50 * time.Millisecond)
+	testbus.Publish(t, js, names.Fetch(0), data) // the same task again, while it runs
+	deadline := time.Now().Add(5 * time.Second)
+	for svc.Stats.Redelivered.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := hits.Load(); n != 1 {
+		t.Errorf("URL fetched %d times, want 1", n)
+	}
+	if svc.Stats.Redelivered.Load() != 1 {
+		t.Errorf("redelivered = %d, want 1", svc.Stats.Redelivered.Load())
+	}
+}

@@ -1,0 +1,45 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/scope"
+	"github.com/trawlerhq/trawler/pkg/topic"
+	"github.com/trawlerhq/trawler/pkg/urlx"
+)
+
+// Configure sets the parsing settings of o from a crawl's settings: link
+// kinds, canonical rules, allow and deny patterns, topic and scoring.
+func (o *Options) Configure(cfg config.Config) error {
+	var err error
+	o.Kinds = DefaultKinds
+	if len(cfg.LinkKinds) > 0 {
+		if o.Kinds, err = ParseKinds(cfg.LinkKinds); err != nil {
+			return err
+		}
+	}
+	o.Rules = urlx.Rules{SortQuery: cfg.SortQuery}
+	for _, p := range cfg.DropParams {
+		if strings.EqualFold(p, "tracking") {
+			o.Rules.DropParams = append(o.Rules.DropParams, urlx.TrackingParams...)
+		} else {
+			o.Rules.DropParams = append(o.Rules.DropParams, p)
+		}
+	}
+	if o.Filter, err = scope.NewFilter(cfg.Allow, cfg.Deny, 0); err != nil {
+		return err
+	}
+	var tp *topic.Topic
+	if strings.TrimSpace(cfg.Topic) != "" {
+		if tp, err = topic.New(cfg.Topic); err != nil {
+			return err
+		}
+	}
+	strategy := cfg.Scoring
+	if strategy == "" {
+		strategy = topic.BreadthFirst
+	}
+	o.Scorer, err = topic.NewScorer(tp, strategy, cfg.RelevanceThreshold)
+	return err
+}

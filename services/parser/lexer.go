@@ -1,0 +1,439 @@
+package parser
+
+import (
+	"bytes"
+	"html"
+	"strings"
+)
+
+// lexer splits HTML into the tokens the extractor needs: text, start and
+// end tags. It follows the HTML tokenizer's rules for what ends a tag, an
+// attribute value, a comment and the raw text of script, style, title and
+// the like, but does less work than golang.org/x/net/html's Tokenizer: text
+// is found with a vectorised search for '<', the bytes are never copied,
+// and attributes are read only for the few tags that carry links. Attribute
+// values are decoded by the HTML rules for attributes (unescapeAttr: "&not=1"
+// in a URL is not "¬=1"), text by html.UnescapeString.
+type lexer struct {
+	b   []byte
+	pos int
+
+	// The current token.
+	kind    tokenKind
+	text    []byte // tokText: the text, decoded
+	name    string // tags: the lower-cased name ("" when over 16 bytes)
+	raw     []byte // tags: the whole tag, "<" to ">"
+	nameBuf [16]byte
+
+	// rawEnd is set after a start tag whose content is raw text: the next
+	// token is that text, up to "</rawEnd".
+	rawEnd string
+}
+
+type tokenKind int
+
+const (
+	tokEOF tokenKind = iota
+	tokText
+	tokStart
+	tokSelfClosing
+	tokEnd
+	// tokRaw is the content of a raw-text element (script, style, title,
+	// textarea...): not visible text, except a title's.
+	tokRaw
+)
+
+func newLexer(b []byte) *lexer { return &lexer{b: b} }
+
+// next reads the next token.
+func (l *lexer) next() tokenKind {
+	l.kind = l.lex()
+	return l.kind
+}
+
+func (l *lexer) lex() tokenKind {
+	if l.rawEnd != "" {
+		end := l.rawEnd
+		l.rawEnd, l.name = "", end
+		start := l.pos
+		l.pos = findRawEnd(l.b, l.pos, end)
+		l.text = l.b[start:l.pos]
+		if end == "title" || end == "textarea" { // RCDATA: references are decoded
+			l.text = unescapeText(l.text)
+		}
+		return tokRaw
+	}
+	for l.pos < len(l.b) {
+		i := bytes.IndexByte(l.b[l.pos:], '<')
+		if i < 0 {
+			l.text = unescapeText(l.b[l.pos:])
+			l.pos = len(l.b)
+			return tokText
+		}
+		if i > 0 {
+			l.text = unescapeText(l.b[l.pos : l.pos+i])
+			l.pos += i
+			return tokText
+		}
+		// At '<'.
+		rest := l.b[l.pos:]
+		if len(rest) < 2 {
+			l.text = rest
+			l.pos = len(l.b)
+			return tokText
+		}
+		switch c := rest[1]; {
+		case c == '!':
+			l.skipMarkup(rest)
+			continue
+		case c == '?':
+			l.skipBogus(rest, 1)
+			continue
+		case c == '/':
+			if len(rest) < 3 {
+				l.text = rest
+				l.pos = len(l.b)
+				return tokText
+			}
+			if rest[2] == '>' { // "</>": nothing
+				l.pos += 3
+				continue
+			}
+			if !asciiLetter(rest[2]) {
+				l.skipBogus(rest, 2)
+				continue
+			}
+			if k, ok := l.tag(rest, 2); ok {
+				return k
+			}
+			return tokEOF // a tag cut off by the end of input is dropped
+		case asciiLetter(c):
+			if k, ok := l.tag(rest, 1); ok {
+				if rawText(l.name) { // "<script/>" too, as the tokenizer does
+					l.rawEnd = l.name
+				}
+				return k
+			}
+			return tokEOF
+		default: // "<" that starts nothing is text
+			l.text = rest[:1]
+			l.pos++
+			return tokText
+		}
+	}
+	return tokEOF
+}
+
+// rawText reports whether the content of element name is raw text for the
+// tokenizer. (plaintext is left out: its content is everything to the end,
+// which this lexer treats as ordinary markup; it is obsolete and rare.)
+func rawText(name string) bool {
+	switch name {
+	case "script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "noscript":
+		return true
+	}
+	return false
+}
+
+func asciiLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// findRawEnd returns where the raw text from pos ends: at "</name" (any
+// case) followed by whitespace, '/' or '>', else at the end of input.
+func findRawEnd(b []byte, pos int, name string) int {
+	for {
+		i := bytes.Index(b[pos:], []byte("</"))
+		if i < 0 {
+			return len(b)
+		}
+		j := pos + i + 2
+		if j+len(name) <= len(b) && equalFoldASCII(b[j:j+len(name)], name) {
+			k := j + len(name)
+			if k == len(b) || isSpace(b[k]) || b[k] == '/' || b[k] == '>' {
+				return pos + i
+			}
+		}
+		pos = j
+	}
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b[i]|0x20 != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// skipMarkup skips "<!...": a comment, a doctype, CDATA (a bogus comment in
+// HTML content).
+func (l *lexer) skipMarkup(rest []byte) {
+	if bytes.HasPrefix(rest, []byte("<!--")) {
+		body := rest[4:]
+		switch {
+		case bytes.HasPrefix(body, []byte(">")): // "<!-->"
+			l.pos += 5
+			return
+		case bytes.HasPrefix(body, []byte("->")): // "<!--->"
+			l.pos += 6
+			return
+		}
+		end := bytes.Index(body, []byte("--"))
+		for end >= 0 {
+			after := body[end+2:]
+			if bytes.HasPrefix(after, []byte(">")) {
+				l.pos += 4 + end + 3
+				return
+			}
+			if bytes.HasPrefix(after, []byte("!>")) {
+				l.pos += 4 + end + 4
+				return
+			}
+			next := bytes.Index(after, []byte("--"))
+			if next < 0 {
+				break
+			}
+			end += 2 + next
+		}
+		l.pos = len(l.b) // an unclosed comment runs to the end
+		return
+	}
+	l.skipBogus(rest, 2)
+}
+
+// skipBogus skips to the next '>' (a bogus comment, a doctype).
+func (l *lexer) skipBogus(rest []byte, from int) {
+	i := bytes.IndexByte(rest[from:], '>')
+	if i < 0 {
+		l.pos = len(l.b)
+		return
+	}
+	l.pos += from + i + 1
+}
+
+// tag reads a start (from 1) or end (from 2) tag at the start of rest, up
+// to its '>' (quotes respected), and reports false when the input ends
+// first.
+func (l *lexer) tag(rest []byte, from int) (tokenKind, bool) {
+	i := from
+	n := 0
+	long := false
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if c == '>' || c == '/' || isSpace(c) {
+			break
+		}
+		if n < len(l.nameBuf) {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			l.nameBuf[n] = c
+			n++
+		} else {
+			long = true
+		}
+	}
+	if long {
+		l.name = ""
+	} else {
+		l.name = string(l.nameBuf[:n]) // short names are interned by the compiler's switch
+	}
+	// Attributes: find the closing '>' outside quoted values.
+	selfClosing := false
+	for i < len(rest) {
+		c := rest[i]
+		switch {
+		case c == '>':
+			l.raw = rest[:i+1]
+			l.pos += i + 1
+			if from == 2 {
+				return tokEnd, true
+			}
+			// Self-closing by the tokenizer's rule: the tag ends with "/>"
+			// (so <a href=x/> is, its value being "x/").
+			if selfClosing || rest[i-1] == '/' {
+				return tokSelfClosing, true
+			}
+			return tokStart, true
+		case c == '/':
+			selfClosing = true
+			i++
+			continue
+		case c == '=':
+			// A value: skip spaces, then a quoted or unquoted value.
+			i++
+			for i < len(rest) && isSpace(rest[i]) {
+				i++
+			}
+			if i < len(rest) && (rest[i] == '"' || rest[i] == '\'') {
+				q := rest[i]
+				j := bytes.IndexByte(rest[i+1:], q)
+				if j < 0 {
+					return 0, false
+				}
+				i += j + 2
+			} else {
+				for i < len(rest) && !isSpace(rest[i]) && rest[i] != '>' {
+					i++
+				}
+			}
+		default:
+			i++
+		}
+		selfClosing = false
+	}
+	return 0, false
+}
+
+// attrs reads the attributes of the current tag into a (reused). Values
+// are decoded; they may point into the input.
+func (l *lexer) attrs(a attrs) attrs {
+	a = a[:0]
+	raw := l.raw
+	i := 1 + len(l.name)
+	if l.name == "" { // a long name: skip it
+		for i < len(raw) && raw[i] != '>' && raw[i] != '/' && !isSpace(raw[i]) {
+			i++
+		}
+	}
+	for i < len(raw) {
+		for i < len(raw) && (isSpace(raw[i]) || raw[i] == '/') {
+			i++
+		}
+		if i >= len(raw) || raw[i] == '>' {
+			return a
+		}
+		// The name: a leading '=' belongs to it.
+		start := i
+		i++
+		for i < len(raw) && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' && raw[i] != '=' {
+			i++
+		}
+		key := lowerASCII(raw[start:i])
+		for i < len(raw) && isSpace(raw[i]) {
+			i++
+		}
+		var val []byte
+		if i < len(raw) && raw[i] == '=' {
+			i++
+			for i < len(raw) && isSpace(raw[i]) {
+				i++
+			}
+			if i < len(raw) && (raw[i] == '"' || raw[i] == '\'') {
+				q := raw[i]
+				j := bytes.IndexByte(raw[i+1:], q)
+				val = raw[i+1 : i+1+j]
+				i += j + 2
+			} else {
+				s := i
+				for i < len(raw) && !isSpace(raw[i]) && raw[i] != '>' {
+					i++
+				}
+				val = raw[s:i]
+			}
+		}
+		a = append(a, struct{ k, v []byte }{key, unescapeAttr(val)})
+	}
+	return a
+}
+
+// lowerASCII returns b lower-cased, copying only when it has upper case.
+func lowerASCII(b []byte) []byte {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			out := bytes.Clone(b)
+			for j := i; j < len(out); j++ {
+				if 'A' <= out[j] && out[j] <= 'Z' {
+					out[j] += 'a' - 'A'
+				}
+			}
+			return out
+		}
+	}
+	return b
+}
+
+// unescapeAttr decodes character references in an attribute value by the
+// HTML rules for attributes: a named reference without its ';' is decoded
+// only when it is a whole legacy name not followed by '=' ("&copy" is ©,
+// but "?a=1&copy=2" and "&notify" stay as written, as they do in browsers).
+func unescapeAttr(v []byte) []byte {
+	if bytes.IndexByte(v, '\r') >= 0 { // newlines normalized, as the tokenizer does
+		v = bytes.ReplaceAll(bytes.ReplaceAll(v, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+	}
+	if bytes.IndexByte(v, '&') < 0 {
+		return v
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] != '&' {
+			continue
+		}
+		ref, dec, ok := attrReference(v[i:])
+		if !ok {
+			continue
+		}
+		out = append(out, v[last:i]...)
+		out = append(out, dec...)
+		last = i + len(ref)
+		i = last - 1
+	}
+	if out == nil {
+		return v
+	}
+	return append(out, v[last:]...)
+}
+
+// attrReference reads the character reference at the start of v ("&..."),
+// returning its text and what it stands for, if it is one that counts in
+// an attribute value.
+func attrReference(v []byte) (ref, dec string, ok bool) {
+	j := 1
+	if j < len(v) && v[j] == '#' { // numeric: decoded with or without ';'
+		j++
+		hex := j < len(v) && v[j]|0x20 == 'x'
+		if hex {
+			j++
+		}
+		start := j
+		for j < len(v) && ('0' <= v[j] && v[j] <= '9' || hex && 'a' <= v[j]|0x20 && v[j]|0x20 <= 'f') {
+			j++
+		}
+		if j == start {
+			return "", "", false
+		}
+		if j < len(v) && v[j] == ';' {
+			j++
+		}
+		ref = string(v[:j])
+		return ref, html.UnescapeString(ref), true
+	}
+	for j < len(v) && (asciiLetter(v[j]) || '0' <= v[j] && v[j] <= '9') {
+		j++
+	}
+	name := string(v[1:j])
+	if name == "" {
+		return "", "", false
+	}
+	if j < len(v) && v[j] == ';' {
+		// Only the whole name counts: a prefix match ("&amp0;") would
+		// leave the ';' undecoded, and in an attribute is not one.
+		ref = "&" + name + ";"
+		dec = html.UnescapeString(ref)
+		return ref, dec, dec != ref && (dec == ";" || !strings.HasSuffix(dec, ";"))
+	}
+	// No ';': a legacy name, whole, and not followed by '='.
+	ref = "&" + name
+	dec = html.UnescapeString(ref)
+	whole := dec != ref && !strings.HasSuffix(dec, name[len(name)-1:])
+	return ref, dec, whole && !(j < len(v) && v[j] == '=')
+}
+
+// unescapeText decodes character references in text.
+func unescapeText(b []byte) []byte {
+	if bytes.IndexByte(b, '&') < 0 {
+		return b
+	}
+	return []byte(html.UnescapeString(string(b)))
+}

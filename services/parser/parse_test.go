@@ -1,0 +1,118 @@
+package parser
+
+import (
+	"context"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// hostScope allows the hosts it lists.
+type hostScope map[string]bool
+
+func (h hostScope) Allows(_ context.Context, host string) (bool, error) { return h[host], nil }
+
+func newTestService(t *testing.T, args ...string) *Service {
+	t.Helper()
+	var cfg config.Config
+	if err := cfg.Parse(flag.NewFlagSet("test", flag.ContinueOnError), args); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Scope: hostScope{"a.test": true}, MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength}
+	if err := o.Configure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return New(o)
+}
+
+func parseHTML(t *testing.T, s *Service, depth int, headers map[string]string, body string) (messages.Parsed, []string, []messages.Link) {
+	t.Helper()
+	page := messages.Page{URL: "http://a.test/dir/p.html", Status: 200, ContentType: "text/html", Depth: depth, Headers: headers}
+	doc, follow, err := s.parse(context.Background(), page, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, l := range follow {
+		urls = append(urls, strings.TrimPrefix(l.URL, "http://a.test"))
+	}
+	return doc, urls, follow
+}
+
+func TestParseFollowRules(t *testing.T) {
+	s := newTestService(t, "--deny", `/private/`, "--drop-params", "tracking", "--sort-query")
+	body := `<html lang=en><title>T</title><link rel=canonical href="/canon"><h1>Head</h1>
+		<a href="/x?utm_source=n&b=2&a=1">x</a> <a href="/nf" rel="nofollow">nf</a> <a href="/private/p">p</a>
+		<a href="http://elsewhere.test/">out</a> <a href="/x?a=1&b=2">same as the first once cleaned</a>`
+	doc, follow, _ := parseHTML(t, s, 1, nil, body)
+	if want := []string{"/x?a=1&b=2"}; !slices.Equal(follow, want) {
+		t.Errorf("followed %q, want %q", follow, want)
+	}
+	if len(doc.Outlinks) != 4 || doc.Queued != 1 { // /x, /nf, /private/p, elsewhere
+		t.Errorf("outlinks %q, queued %d", doc.Outlinks, doc.Queued)
+	}
+	if doc.Canonical != "http://a.test/canon" || doc.Lang != "en" || doc.Title != "T" || !slices.Equal(doc.Headings, []string{"Head"}) || doc.Text == "" {
+		t.Errorf("document %+v", doc)
+	}
+	if doc.Relevance != nil {
+		t.Errorf("relevance %v without a topic", *doc.Relevance)
+	}
+	if s.Stats.NoFollow.Load() != 1 || s.Stats.Filtered.Load() != 1 || s.Stats.OutOfScope.Load() != 1 {
+		t.Errorf("stats: nofollow %d, filtered %d, out of scope %d", s.Stats.NoFollow.Load(), s.Stats.Filtered.Load(), s.Stats.OutOfScope.Load())
+	}
+
+	// Page-wide nofollow: listed, none followed; noindex: no text.
+	for _, tc := range []struct {
+		headers map[string]string
+		body    string
+	}{
+		{nil, `<meta name=robots content="noindex,nofollow"><a href=/y>y</a>`},
+		{map[string]string{"X-Robots-Tag": "noindex, nofollow"}, `<a href=/y>y</a>`},
+	} {
+		doc, follow, _ := parseHTML(t, s, 1, tc.headers, tc.body)
+		if len(follow) != 0 || len(doc.Outlinks) != 1 || !doc.NoFollow || !doc.NoIndex || doc.Text != "" {
+			t.Errorf("nofollow page %+v: followed %q", doc, follow)
+		}
+	}
+}
+
+func TestParseTopicalScores(t *testing.T) {
+	onTopic := `<title>Sailing boats</title><p>Our sailing boats and yachts in the harbour.</p><a href=/next>more boats</a>`
+	offTopic := `<title>Pasta</title><p>Boil water.</p><a href=/next>sailing boats</a>`
+
+	best := newTestService(t, "--topic", "sailing boats", "--scoring", "best-first")
+	doc, follow, links := parseHTML(t, best, 1, nil, onTopic)
+	if doc.Relevance == nil || !doc.Relevant || len(follow) != 1 || links[0].Score <= 0 {
+		t.Errorf("best-first, relevant page: relevance %v, followed %+v", doc.Relevance, links)
+	}
+	if doc, follow, _ := parseHTML(t, best, 1, nil, offTopic); doc.Relevant || len(follow) != 0 {
+		t.Errorf("best-first followed %q from an irrelevant page", follow)
+	}
+	if _, follow, _ := parseHTML(t, best, 0, nil, offTopic); len(follow) != 1 {
+		t.Errorf("best-first did not follow a seed's link: %q", follow)
+	}
+
+	// SharkSearch follows an irrelevant page's links within the depth
+	// bound, scored by their anchors.
+	shark := newTestService(t, "--topic", "sailing boats", "--scoring", "sharksearch")
+	_, follow, links = parseHTML(t, shark, 1, nil, offTopic)
+	if len(follow) != 1 || links[0].Score <= 0 {
+		t.Errorf("sharksearch: followed %+v", links)
+	}
+}
+
+func TestParseRedirectKeepsRules(t *testing.T) {
+	s := newTestService(t, "--drop-params", "tracking")
+	page := messages.Page{URL: "http://a.test/old", Status: 301, Location: "http://a.test/new?utm_source=x", Depth: 2}
+	doc, follow, err := s.parse(context.Background(), page, nil)
+	if err != nil || len(follow) != 1 || follow[0].URL != "http://a.test/new" || follow[0].Depth != 2 || follow[0].Hops != 1 {
+		t.Errorf("redirect: %+v, %+v, %v", doc, follow, err)
+	}
+}
