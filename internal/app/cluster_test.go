@@ -153,7 +153,8 @@ func seedAndWait(t *testing.T, ctx context.Context, cfg config.Config) crawlstat
 	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: all, MaxPages: cfg.MaxPages}
 	s, err := w.Wait(ctx, 100*time.Millisecond, nil)
 	if err != nil {
-		t.Fatalf("crawl did not finish: %v (last snapshot %+v)", err, s)
+		last, serr := w.Snapshot(context.Background())
+		t.Fatalf("crawl did not finish: %v (snapshot now %+v, %v; last %+v)", err, last, serr, s)
 	}
 	return s
 }

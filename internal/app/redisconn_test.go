@@ -5,51 +5,20 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/testredis"
 	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 // OpenCluster hands --redis-password (here from TRAWLER_REDIS_PASSWORD, as
 // the Helm chart sets it from a Secret) to every Redis connection.
 func TestOpenClusterRedisPassword(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("TRAWLER_CI") != "" {
-			t.Fatal("redis-server not found in CI")
-		}
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--requirepass", "s3cret")
-	cmd.Dir = t.TempDir()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not come up")
-		}
-	}
+	port := testredis.FreePort(t)
+	addr := testredis.StartRaw(t, port, "--port", strconv.Itoa(port), "--requirepass", "s3cret")
 	ns := startNATS(t, t.TempDir(), 0)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	open := func(env ...string) error {

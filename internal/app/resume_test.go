@@ -57,14 +57,22 @@ func TestMain(m *testing.M) {
 // generated is a web big enough to interrupt: 4 hosts of 40 pages, answering
 // slowly, crawled politely.
 func generated(t *testing.T) (*testsite.Site, []string, []string) {
+	return generatedN(t, 4, 40)
+}
+
+// generatedN is a generated web of hosts hosts of pages pages each, 4 links
+// a page, seeded at every host's root.
+func generatedN(t *testing.T, hosts, pages int) (*testsite.Site, []string, []string) {
 	s := testsite.New()
 	s.Latency = 5 * time.Millisecond
-	var hosts []*testsite.Host
-	for i := 0; i < 4; i++ {
-		hosts = append(hosts, s.AddHost(t, fmt.Sprintf("h%d", i), fmt.Sprintf("127.0.1.%d", i+1)))
+	var hs []*testsite.Host
+	var seeds []string
+	for i := range hosts {
+		h := s.AddHost(t, fmt.Sprintf("h%d", i), fmt.Sprintf("127.0.1.%d", i+1))
+		hs = append(hs, h)
+		seeds = append(seeds, h.URL("/"))
 	}
-	testsite.Generate(hosts, 40, 4, 42)
-	seeds := []string{hosts[0].URL("/"), hosts[1].URL("/"), hosts[2].URL("/"), hosts[3].URL("/")}
+	testsite.Generate(hs, pages, 4, 42)
 	want := s.Reachable(seeds, func(*urlURL) bool { return true }, -1)
 	return s, seeds, want
 }

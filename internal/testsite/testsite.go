@@ -201,6 +201,13 @@ func (h *Host) MinGap() time.Duration {
 	return gap
 }
 
+// Hosts returns the site's hosts in the order they were added.
+func (s *Site) Hosts() []*Host {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Host(nil), s.hosts...)
+}
+
 // Overlaps lists hosts that were sent a request while serving another.
 func (s *Site) Overlaps() []string {
 	s.mu.Lock()

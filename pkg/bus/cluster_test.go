@@ -2,61 +2,16 @@ package bus_test
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startCluster runs a 3-node JetStream cluster in this process.
-func startCluster(t *testing.T) []*server.Server {
-	t.Helper()
-	ports := []int{freePort(t), freePort(t), freePort(t)}
-	var routes []*url.URL
-	for _, p := range ports {
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-	}
-	var servers []*server.Server
-	for i, p := range ports {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "trawler-test", Host: "127.0.0.1", Port: p},
-			Routes:  routes,
-		}
-		s, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go s.Start()
-		t.Cleanup(s.Shutdown)
-		servers = append(servers, s)
-	}
-	for _, s := range servers {
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatal("cluster node not ready")
-		}
-	}
-	return servers
-}
 
 // On a 3-node cluster, --replicas 3 gives every stream and bucket three
 // replicas, and the work streams keep serving while a node is down.
@@ -64,12 +19,8 @@ func TestReplicatedTopologySurvivesANode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	servers := startCluster(t)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	cluster := testbus.StartCluster(t, 3)
+	nc, err := nats.Connect(cluster.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +67,7 @@ func TestReplicatedTopologySurvivesANode(t *testing.T) {
 
 	// Take down the node that leads the fetch stream: publishing and
 	// consuming go on once a new leader is elected.
-	for _, s := range servers {
-		if s.Name() == info.Cluster.Leader {
-			s.Shutdown()
-		}
-	}
+	cluster.Stop(cluster.Index(info.Cluster.Leader))
 	// Each attempt gets its own short deadline: a publish sent while the
 	// stream has no leader is never answered, and would otherwise wait
 	// for the whole test's context.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -87,31 +88,75 @@ func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
 }
 
 // Ensure creates or updates every stream and durable consumer; it is
-// idempotent and safe to run from many processes at once.
+// idempotent and safe to run from many processes at once. What exists with
+// the wanted settings is left alone: on a cluster, updates racing another
+// process's create may go unanswered (see KeyValue).
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	for _, sc := range t.streams() {
 		sc.Replicas = Replicas(js)
-		var err error
-		for attempt := 1; attempt <= 5; attempt++ {
-			// Processes starting together race to create a stream; the
-			// loser may get "already in use" and finds it on a retry.
-			if _, err = js.CreateOrUpdateStream(ctx, sc); err == nil || !raced(err) {
-				break
-			}
-			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-		}
-		if err != nil {
+		if err := retry(ctx, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
 			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
 		}
 	}
 	for stream, ccs := range t.consumers() {
 		for _, cc := range ccs {
-			if _, err := js.CreateOrUpdateConsumer(ctx, stream, cc); err != nil {
+			if err := retry(ctx, func(ctx context.Context) error { return ensureConsumer(ctx, js, stream, cc) }); err != nil {
 				return fmt.Errorf("ensure consumer %s on %s: %w", cc.Durable, stream, err)
 			}
 		}
 	}
 	return nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
+	s, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = js.CreateStream(ctx, want)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if sameStream(s.CachedInfo().Config, want) {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, want)
+	return err
+}
+
+// sameStream tells whether a stream as the server reports it has the
+// settings the topology asks for (the server fills in defaults for zeros).
+func sameStream(have, want jetstream.StreamConfig) bool {
+	wantBytes := want.MaxBytes
+	if wantBytes == 0 {
+		wantBytes = -1
+	}
+	return slices.Equal(have.Subjects, want.Subjects) && have.Replicas == max(want.Replicas, 1) &&
+		have.Retention == want.Retention && have.Storage == want.Storage &&
+		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
+		have.MaxAge == want.MaxAge && have.MaxBytes == wantBytes && have.Discard == want.Discard &&
+		have.Description == want.Description
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, want jetstream.ConsumerConfig) error {
+	c, err := js.Consumer(ctx, stream, want.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		_, err = js.CreateOrUpdateConsumer(ctx, stream, want)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if sameConsumer(c.CachedInfo().Config, want) {
+		return nil
+	}
+	_, err = js.UpdateConsumer(ctx, stream, want)
+	return err
+}
+
+func sameConsumer(have, want jetstream.ConsumerConfig) bool {
+	return have.FilterSubject == want.FilterSubject && have.AckPolicy == want.AckPolicy &&
+		have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver && have.MaxAckPending == want.MaxAckPending
 }
 
 // Consumer returns a durable consumer the topology created.

@@ -131,7 +131,11 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		s, err := w.Snapshot(ctx)
+		// Each look has its own deadline: a request a NATS cluster never
+		// answers (a stream leader moving) must not stall the wait.
+		sctx, cancel := context.WithTimeout(ctx, max(10*every, 10*time.Second))
+		s, err := w.Snapshot(sctx)
+		cancel()
 		if err == nil {
 			if each != nil {
 				each(s)

@@ -12,39 +12,14 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// startRedisRaw runs redis-server with args and waits for its port to accept
-// TCP (PING would need the password or TLS under test).
-func startRedisRaw(t *testing.T, port int, args ...string) string {
-	t.Helper()
-	bin := needBinary(t, "redis-server")
-	args = append([]string{"--save", "", "--appendonly", "no", "--bind", "127.0.0.1"}, args...)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = t.TempDir()
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server %v did not come up:\n%s", args, out.String())
-		}
-	}
-}
+	"github.com/trawlerhq/trawler/internal/testredis"
+)
 
 // roundTrip records and reads back fingerprints in a few partitions, so
 // every shard of a ring is used.
@@ -66,10 +41,10 @@ const testRedisPassword = "pa:ss@w/rd" // characters a URL would need escaped
 
 func TestRedisPassword(t *testing.T) {
 	ctx := context.Background()
-	port := freePort(t)
-	a := startRedisRaw(t, port, "--port", strconv.Itoa(port), "--requirepass", testRedisPassword)
-	port2 := freePort(t)
-	b := startRedisRaw(t, port2, "--port", strconv.Itoa(port2), "--requirepass", testRedisPassword)
+	port := testredis.FreePort(t)
+	a := testredis.StartRaw(t, port, "--port", strconv.Itoa(port), "--requirepass", testRedisPassword)
+	port2 := testredis.FreePort(t)
+	b := testredis.StartRaw(t, port2, "--port", strconv.Itoa(port2), "--requirepass", testRedisPassword)
 
 	for _, addrs := range [][]string{{a}, {a, b}} {
 		if _, err := OpenRedis(ctx, addrs, false, "auth"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
@@ -91,8 +66,8 @@ func TestRedisTLS(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	pool := writeTestCerts(t, dir)
-	port := freePort(t)
-	addr := startRedisRaw(t, port, "--port", "0", "--tls-port", strconv.Itoa(port),
+	port := testredis.FreePort(t)
+	addr := testredis.StartRaw(t, port, "--port", "0", "--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", filepath.Join(dir, "server.crt"), "--tls-key-file", filepath.Join(dir, "server.key"),
 		"--tls-ca-cert-file", filepath.Join(dir, "ca.crt"), "--tls-auth-clients", "no",
 		"--requirepass", testRedisPassword)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/internal/testredis"
+
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
@@ -69,7 +71,7 @@ func TestMiniredis(t *testing.T) {
 // TestRing runs the suite on a client-side Ring of two throwaway Redis
 // servers and checks that every key of a partition lands on one shard.
 func TestRing(t *testing.T) {
-	addrs := []string{startRedisServer(t), startRedisServer(t)}
+	addrs := []string{testredis.StartServer(t), testredis.StartServer(t)}
 	runSuite(t, redisBackend(addrs))
 
 	t.Run("PartitionOnOneShard", func(t *testing.T) { checkPlacement(t, addrs, false, 16) })
@@ -78,7 +80,7 @@ func TestRing(t *testing.T) {
 // TestCluster runs the suite on a 3-master Redis Cluster: every script and
 // pipeline must respect slot rules, and partitions must spread over nodes.
 func TestCluster(t *testing.T) {
-	addrs := startRedisCluster(t, 3)
+	addrs := testredis.StartCluster(t, 3)
 	runSuite(t, redisBackendMode(addrs, true))
 	t.Run("PartitionOnOneNode", func(t *testing.T) { checkPlacement(t, addrs, true, 48) })
 }
@@ -711,7 +713,7 @@ func TestRedisBadPrefix(t *testing.T) {
 }
 
 func TestOpenRedisUnreachable(t *testing.T) {
-	addr := "127.0.0.1:" + fmt.Sprint(freePort(t)) // nothing listens there now
+	addr := "127.0.0.1:" + fmt.Sprint(testredis.FreePort(t)) // nothing listens there now
 	for _, addrs := range [][]string{{addr}, {redisAddr(t), addr}} {
 		_, err := OpenRedis(context.Background(), addrs, false, "x")
 		if err == nil || !strings.Contains(err.Error(), addr) {

@@ -1,0 +1,152 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/crawlstate"
+)
+
+// child is one service replica running as its own process (this test
+// binary in TRAWLER_TEST_CHILD mode), its output kept for a failing test.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+}
+
+// startChild runs service name as a separate process with cfg.
+func startChild(t *testing.T, cfg config.Config, name string) *child {
+	t.Helper()
+	c := &child{name: name, cmd: exec.Command(os.Args[0], "-test.run=^$"), out: &lockedBuffer{}}
+	c.cmd.Env = append(append(os.Environ(), "TRAWLER_TEST_CHILD=service:"+name), childEnv(cfg)...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		if t.Failed() && c.out.Len() > 0 {
+			t.Logf("%s (pid %d) said:\n%s", c.name, c.cmd.Process.Pid, c.out.Tail(4000))
+		}
+	})
+	return c
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
+}
+
+// Tail is the last n bytes written.
+func (b *lockedBuffer) Tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.b.String()
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// The fault drill of a production deployment, on one machine: a 3-node NATS
+// JetStream cluster (every stream and bucket with 3 replicas), a 3-master
+// Redis Cluster, and two replicas of each service as processes. During the
+// crawl a third dedup replica joins, a frontier replica is killed with
+// SIGKILL and a NATS node is restarted; the crawl still ends with exactly the
+// reachable set, repeats bounded by the tasks in flight at the kill, and
+// every host's politeness held.
+func TestClusterDrill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster drill")
+	}
+	testredis.NeedBinary(t, "redis-cli") // skipped without Redis (failed in CI)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+
+	natsCluster := testbus.StartCluster(t, 3)
+	redisCluster := testredis.StartCluster(t, 3)
+	const hosts, perHost = 6, 40
+	s, seeds, want := generatedN(t, hosts, perHost)
+	cfg := testConfig(t, seeds)
+	cfg.NATSURL = natsCluster.URL()
+	cfg.RedisAddrs, cfg.RedisCluster = redisCluster, true
+	cfg.Replicas = 3
+	cfg.PolitenessDelay = 100 * time.Millisecond
+	cfg.PartitionLeaseTTL = 2 * time.Second // the bucket's TTL: the same in every process
+
+	// The driver creates the replicated topology first, as the chart's
+	// services do on start; the meta leader may still be in election.
+	for {
+		d, err := app.OpenCluster(ctx, cfg, true, "test-driver", testLogger(t))
+		if err == nil {
+			d.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topology on the NATS cluster: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	replicas := map[string][]*child{}
+	for _, name := range []string{"dedup", "frontier", "fetcher", "parser"} {
+		for range 2 {
+			replicas[name] = append(replicas[name], startChild(t, cfg, name))
+		}
+	}
+	done := make(chan crawlstate.Snapshot, 1)
+	go func() { done <- seedAndWait(t, ctx, cfg) }()
+
+	waitRequests(t, s, len(want)/5, 2*time.Minute)
+	replicas["dedup"] = append(replicas["dedup"], startChild(t, cfg, "dedup"))
+	t.Logf("a third dedup replica joined after %d of %d URLs", len(pages(t, s)), len(want))
+
+	waitRequests(t, s, 2*len(want)/5, 2*time.Minute)
+	if err := replicas["frontier"][0].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed frontier pid %d after %d URLs", replicas["frontier"][0].cmd.Process.Pid, len(pages(t, s)))
+
+	waitRequests(t, s, 3*len(want)/5, 2*time.Minute)
+	natsCluster.Stop(0)
+	t.Logf("stopped NATS node n0 after %d URLs", len(pages(t, s)))
+	time.Sleep(2 * time.Second)
+	natsCluster.Start(0)
+	t.Logf("NATS node n0 back after %d URLs", len(pages(t, s)))
+
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("crawl did not finish")
+	}
+	// Repeats: at most one task per host was in flight at the kill.
+	assertResumed(t, s, want, hosts, "")
+	for _, h := range s.Hosts() {
+		if g := h.MinGap(); g < cfg.PolitenessDelay {
+			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, cfg.PolitenessDelay)
+		}
+	}
+}

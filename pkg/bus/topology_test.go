@@ -1,0 +1,64 @@
+package bus
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Ensure leaves a topology that is already in place alone: every stream
+// and consumer, as the server reports it back, compares equal to what the
+// topology asks for, so a restarted service sends no update.
+func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
+	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := ConnectEmbedded(ns, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	names, _ := subjects.New("topo")
+	topo := Topology{Names: names, Partitions: 3, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
+	ctx := context.Background()
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range topo.streams() {
+		s, err := js.Stream(ctx, want.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have := s.CachedInfo().Config; !sameStream(have, want) {
+			t.Errorf("stream %s: server has %+v, topology wants %+v", want.Name, have, want)
+		}
+	}
+	for stream, ccs := range topo.consumers() {
+		for _, want := range ccs {
+			c, err := js.Consumer(ctx, stream, want.Durable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if have := c.CachedInfo().Config; !sameConsumer(have, want) {
+				t.Errorf("consumer %s: server has %+v, topology wants %+v", want.Durable, have, want)
+			}
+		}
+	}
+	// A changed setting is not the same.
+	want := topo.streams()[0]
+	want.Duplicates = 2 * time.Minute
+	s, _ := js.Stream(ctx, want.Name)
+	if sameStream(s.CachedInfo().Config, want) {
+		t.Error("a changed duplicate window compares equal")
+	}
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+}
