@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testredis"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
+	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
 // child is one service replica running as its own process (this test
@@ -97,6 +100,10 @@ func TestClusterDrill(t *testing.T) {
 	cfg.PolitenessDelay = 100 * time.Millisecond
 	cfg.PartitionLeaseTTL = 2 * time.Second // the bucket's TTL: the same in every process
 
+	names, err := subjects.New(cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The driver creates the replicated topology first, as the chart's
 	// services do on start; the meta leader may still be in election.
 	for {
@@ -131,11 +138,14 @@ func TestClusterDrill(t *testing.T) {
 	t.Logf("killed frontier pid %d after %d URLs", replicas["frontier"][0].cmd.Process.Pid, len(pages(t, s)))
 
 	waitRequests(t, s, 3*len(want)/5, 2*time.Minute)
-	natsCluster.Stop(0)
-	t.Logf("stopped NATS node n0 after %d URLs", len(pages(t, s)))
+	// The node that leads the fetch stream: its loss moves a leader the
+	// frontier publishes to and the fetchers pull from.
+	node := natsCluster.Index(streamLeader(t, ctx, cfg.NATSURL, names.StreamFetch()))
+	natsCluster.Stop(node)
+	t.Logf("stopped NATS node %d (fetch stream leader) after %d URLs", node, len(pages(t, s)))
 	time.Sleep(2 * time.Second)
-	natsCluster.Start(0)
-	t.Logf("NATS node n0 back after %d URLs", len(pages(t, s)))
+	natsCluster.Start(node)
+	t.Logf("NATS node %d back after %d URLs", node, len(pages(t, s)))
 
 	select {
 	case <-done:
@@ -149,4 +159,20 @@ func TestClusterDrill(t *testing.T) {
 			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, cfg.PolitenessDelay)
 		}
 	}
+}
+
+// streamLeader names the server that leads stream; n0 when none is found.
+func streamLeader(t *testing.T, ctx context.Context, natsURL, stream string) string {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(ctx, stream)
+	if err != nil || st.CachedInfo().Cluster == nil {
+		t.Logf("no leader of %s: %v", stream, err)
+		return "n0"
+	}
+	return st.CachedInfo().Cluster.Leader
 }

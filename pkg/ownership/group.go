@@ -3,6 +3,9 @@ package ownership
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
 // Joiner opens this replica's Member with h as its handler.
@@ -12,47 +15,36 @@ type Joiner func(h Handler) (*Member, error)
 // static list when join is nil, else whatever the Member assigns, starting
 // and stopping partitions as replicas come and go. fn must return soon
 // after its context ends, having finished (or left to redelivery) the work
-// in hand. The first error of fn (not caused by a stop) ends Serve.
-func Serve(ctx context.Context, static []int, join Joiner, fn func(ctx context.Context, p int) error) error {
+// in hand. When fn fails (a NATS request unanswered while a stream leader
+// moves, say) the partition is told to report and started again after a
+// backoff: one partition's trouble never stops the replica's others.
+func Serve(ctx context.Context, static []int, join Joiner, fn func(ctx context.Context, p int) error, report func(p int, err error, retryIn time.Duration)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := &group{base: ctx, fn: fn, parts: map[int]*part{}, errs: make(chan error, 1)}
+	g := &group{base: ctx, fn: fn, report: report, parts: map[int]*part{}}
 	defer g.stopAll()
 	if join == nil {
 		for _, p := range static {
 			g.Start(p)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-g.errs:
-			return err
-		}
+		<-ctx.Done()
+		return nil
 	}
 	m, err := join(g)
 	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = m.Run(ctx) }()
-	select {
-	case <-ctx.Done():
-		<-done // the member stops and releases its partitions
-		return nil
-	case err := <-g.errs:
-		cancel()
-		<-done
-		return err
-	}
+	_ = m.Run(ctx) // ends with ctx, having released the member's partitions
+	return nil
 }
 
 // group is a Handler running fn in one goroutine per started partition.
 type group struct {
 	base  context.Context
-	fn    func(ctx context.Context, p int) error
-	mu    sync.Mutex
-	parts map[int]*part // guarded by mu
-	errs  chan error
+	fn     func(ctx context.Context, p int) error
+	report func(p int, err error, retryIn time.Duration)
+	mu     sync.Mutex
+	parts  map[int]*part // guarded by mu
 }
 
 type part struct {
@@ -71,10 +63,19 @@ func (g *group) Start(p int) {
 	g.parts[p] = pt
 	go func() {
 		defer close(pt.done)
-		if err := g.fn(ctx, p); err != nil && ctx.Err() == nil {
+		for n := 1; ; n++ {
+			err := g.fn(ctx, p)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			wait := bus.Backoff(n + 3) // 800ms doubling to 10s
+			if g.report != nil {
+				g.report(p, err, wait)
+			}
 			select {
-			case g.errs <- err:
-			default:
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
 			}
 		}
 	}()

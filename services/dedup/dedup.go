@@ -214,7 +214,9 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition)
+	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
+		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
+	})
 }
 
 // runPartition de-duplicates partition p until ctx ends, then finishes the

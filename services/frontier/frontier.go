@@ -149,7 +149,9 @@ func New(o Options) *Service {
 // Run schedules every owned partition until ctx ends: the static
 // Partitions, or those the ownership table assigns when Join is set.
 func (s *Service) Run(ctx context.Context) error {
-	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition)
+	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
+		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
+	})
 }
 
 // runPartition schedules partition p until ctx ends.
