@@ -40,7 +40,7 @@ func Serve(ctx context.Context, static []int, join Joiner, fn func(ctx context.C
 
 // group is a Handler running fn in one goroutine per started partition.
 type group struct {
-	base  context.Context
+	base   context.Context
 	fn     func(ctx context.Context, p int) error
 	report func(p int, err error, retryIn time.Duration)
 	mu     sync.Mutex
