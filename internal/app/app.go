@@ -236,6 +236,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		return frontier.New(frontier.Options{
 			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, name),
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, FetchTimeout: cfg.FetchTimeout,
+			IssueAhead:  cfg.IssueAhead,
 			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 			Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
 			Log:    log, Registerer: d.Registry,

@@ -70,6 +70,11 @@ type FetchTask struct {
 	Attempt   int       `json:"attempt"`
 	IssuedAt  time.Time `json:"issued_at"`
 	Deadline  time.Time `json:"deadline"`
+	// NotBefore, when set, is the earliest start of the request: the end of
+	// the host's politeness gap. The frontier issues a task up to
+	// --issue-ahead early so that its trip to a fetcher overlaps the gap;
+	// the fetcher holds it until then.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // FetchDone is published on <prefix>.frontier.<p>.done by the fetcher once a
@@ -84,6 +89,10 @@ type FetchDone struct {
 	Error     string        `json:"error,omitempty"`
 	Duration  time.Duration `json:"duration_ns"`
 	IP        string        `json:"ip,omitempty"`
+	// FinishedAt is when the fetcher finished with the host (response read,
+	// or the attempt given up): the host's politeness gap counts from here,
+	// not from when this message reaches the frontier.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// Expired is set when the fetcher dropped the task because its deadline had
 	// passed; the frontier issues the URL again.
 	Expired bool `json:"expired,omitempty"`
@@ -189,6 +198,9 @@ const (
 	HeaderPage   = "Trawler-Page"   // JSON Page metadata on pages.fetched
 	HeaderSchema = "Trawler-Schema" // "<kind>/v<version>", e.g. "page/v1"
 	HeaderKind   = "Trawler-Kind"   // on frontier.<p>.*: "new" or "done"
+	// HeaderNotBefore on a fetch task repeats FetchTask.NotBefore (Unix
+	// nanoseconds), so a fetcher can hold the task without decoding it.
+	HeaderNotBefore = "Trawler-Not-Before"
 )
 
 // Schema returns the value of the Trawler-Schema header for a message kind.

@@ -763,6 +763,7 @@ func newInFlight(p int, q Queued, r Issue) InFlight {
 			Attempt:   q.Attempt,
 			IssuedAt:  r.IssuedAt,
 			Deadline:  r.Deadline,
+			NotBefore: r.NotBefore,
 		},
 		LeaseUntil: r.LeaseUntil,
 	}

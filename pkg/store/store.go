@@ -77,6 +77,7 @@ type Issue struct {
 	IssuedAt   time.Time
 	Deadline   time.Time
 	LeaseUntil time.Time
+	NotBefore  time.Time // zero, or the earliest start of the request
 }
 
 // HostState is a host with queued URLs, a task in flight or a politeness

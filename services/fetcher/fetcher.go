@@ -146,7 +146,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.client.CloseIdleConnections()
-	bus.Work(ctx, s.o.Workers, msgs, s.handle)
+	bus.Work(ctx, s.o.Workers, holdUntilDue(ctx, msgs), s.handle)
 	return nil
 }
 
@@ -196,6 +196,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 			ids = append(ids, "page:"+task.ID)
 		}
 	}
+	done.FinishedAt = time.Now().UTC()
 	data, _ := json.Marshal(done)
 	dm := nats.NewMsg(s.o.Names.FrontierDone(task.Partition))
 	dm.Data = data

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,11 @@ type Options struct {
 	// stall the host forever).
 	MaxCrawlDelay time.Duration
 	FetchTimeout  time.Duration
+	// IssueAhead is how long before a host's politeness gap ends its next
+	// task may be issued, carrying the gap's end as NotBefore: the trip
+	// through NATS to a fetcher then overlaps the gap instead of adding to
+	// it. 0 issues when the gap is over.
+	IssueAhead time.Duration
 	// TaskTTL is how long an issued task may wait for a fetcher; after it the
 	// fetcher reports it expired and the URL is issued again.
 	TaskTTL time.Duration
@@ -363,8 +369,8 @@ func (pt *partition) schedule(h *host, now time.Time) {
 
 func (pt *partition) nextWake(now time.Time) time.Duration {
 	next := now.Add(time.Second) // also re-check periodically
-	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Before(next) {
-		next = pt.ready.peek().at
+	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
 	}
 	if pt.leases.Len() > 0 && pt.leases.peek().at.Before(next) {
 		next = pt.leases.peek().at
@@ -539,7 +545,14 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 	} else {
 		failures = 0
 	}
-	return now.Add(pt.gap(fd) + backoff(failures))
+	// The gap counts from when the fetcher finished, not from when its
+	// report arrived here (a clock from the future or a stale report falls
+	// back to now).
+	from := now
+	if f := fd.FinishedAt; !f.IsZero() && !f.After(now) && now.Sub(f) < time.Minute {
+		from = f
+	}
+	return from.Add(pt.gap(fd) + backoff(failures))
 }
 
 // remember mirrors an applied batch in memory; freed[i] is done[i] as the
@@ -613,7 +626,8 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	var due []string
-	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(now) && len(due) < maxIssue {
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(due) < maxIssue {
 		e := pt.ready.pop()
 		h := pt.hosts[e.host]
 		if h == nil {
@@ -623,9 +637,11 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 		switch {
 		case h.inFlight == nil && h.queued > 0:
 			due = append(due, h.name)
-		case h.inFlight == nil:
-			pt.schedule(h, now) // its gap is over: forget it
+		case h.inFlight == nil && !h.nextAt.After(now):
+			delete(pt.hosts, h.name) // nothing queued and its gap is over
 		}
+		// A host with nothing queued whose gap is still running stays
+		// known (unscheduled) until a URL arrives; gauge forgets it later.
 	}
 	if len(due) == 0 {
 		return nil
@@ -651,6 +667,10 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 	reqs := make([]store.Issue, len(due))
 	for i, name := range due {
 		reqs[i] = store.Issue{Host: name, TaskID: nuid.Next(), IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
+		if h := pt.hosts[name]; h.nextAt.After(now) {
+			reqs[i].NotBefore = h.nextAt
+			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
+		}
 	}
 	var tasks []store.InFlight
 	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
@@ -687,6 +707,9 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 		data, _ := json.Marshal(t.Task)
 		msgs[i] = nats.NewMsg(pt.s.o.Names.Fetch(pt.p))
 		msgs[i].Data = data
+		if !t.Task.NotBefore.IsZero() {
+			msgs[i].Header.Set(messages.HeaderNotBefore, strconv.FormatInt(t.Task.NotBefore.UnixNano(), 10))
+		}
 		ids[i] = "task:" + t.Task.ID
 	}
 	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
@@ -709,7 +732,11 @@ func (pt *partition) gauge(now time.Time) {
 	}
 	pt.gaugedAt = now
 	var cur [4]int64
-	for _, h := range pt.hosts {
+	for name, h := range pt.hosts {
+		if h.queued <= 0 && h.inFlight == nil && !h.scheduled && !h.nextAt.After(now) {
+			delete(pt.hosts, name) // idle and rested: forget it
+			continue
+		}
 		cur[0] += int64(h.queued)
 		switch {
 		case h.inFlight != nil:
