@@ -101,6 +101,9 @@ type Lease struct {
 	g   *Gate
 	key string
 	id  string
+	// Granted is when the slot was taken by the gate's clock (milliseconds):
+	// the start the address's gap counts from.
+	Granted time.Time
 }
 
 // Acquire tries once to take a slot for addr. It returns the lease, or nil
@@ -135,7 +138,7 @@ func (g *Gate) Acquire(ctx context.Context, addr string) (*Lease, time.Duration,
 			return nil, 0, err
 		}
 		if ok {
-			return &Lease{g: g, key: key, id: id}, 0, nil
+			return &Lease{g: g, key: key, id: id, Granted: time.UnixMilli(now)}, 0, nil
 		}
 	}
 	return nil, 10 * time.Millisecond, nil // lost every race: try again soon
