@@ -196,7 +196,8 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 func (d *Deps) finish(ctx context.Context) error {
 	nc := d.NC
 	d.closers = append(d.closers, func() error { return nc.Drain() })
-	js, err := jetstream.New(nc)
+	// Without a timeout an async publish whose ack is lost waits forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(bus.PublishAckWait))
 	if err != nil {
 		d.Close()
 		return err

@@ -154,6 +154,14 @@ func seedAndWait(t *testing.T, ctx context.Context, cfg config.Config) crawlstat
 	s, err := w.Wait(ctx, 100*time.Millisecond, nil)
 	if err != nil {
 		last, serr := w.Snapshot(context.Background())
+		for _, p := range all {
+			st, err := d.Store.Load(context.Background(), p)
+			for _, h := range st.Hosts {
+				if h.InFlight != nil || h.Queued > 0 {
+					t.Logf("partition %d host %s: %d queued, not before %v, in flight %+v (%v)", p, h.Host, h.Queued, h.NotBefore, h.InFlight, err)
+				}
+			}
+		}
 		t.Fatalf("crawl did not finish: %v (snapshot now %+v, %v; last %+v)", err, last, serr, s)
 	}
 	return s

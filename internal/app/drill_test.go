@@ -40,7 +40,7 @@ func startChild(t *testing.T, cfg config.Config, name string) *child {
 		_ = c.cmd.Process.Kill()
 		_ = c.cmd.Wait()
 		if t.Failed() && c.out.Len() > 0 {
-			t.Logf("%s (pid %d) said:\n%s", c.name, c.cmd.Process.Pid, c.out.Tail(4000))
+			t.Logf("%s (pid %d) said:\n%s", c.name, c.cmd.Process.Pid, c.out.Tail(6000))
 		}
 	})
 	return c
@@ -86,7 +86,7 @@ func TestClusterDrill(t *testing.T) {
 		t.Skip("cluster drill")
 	}
 	testredis.NeedBinary(t, "redis-cli") // skipped without Redis (failed in CI)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	natsCluster := testbus.StartCluster(t, 3)

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	if name, ok := strings.CutPrefix(os.Getenv("TRAWLER_TEST_CHILD"), "service:"); ok {
 		// One service of a cluster-mode crawl, as `trawler <name>` runs it.
 		cfg := testConfigFromEnv(newFlagSet())
-		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
 		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "child-"+name, log)
