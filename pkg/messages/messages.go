@@ -90,8 +90,8 @@ type FetchDone struct {
 	Duration  time.Duration `json:"duration_ns"`
 	IP        string        `json:"ip,omitempty"`
 	// FinishedAt is when the fetcher finished with the host (response read,
-	// or the attempt given up): the host's politeness gap counts from here,
-	// not from when this message reaches the frontier.
+	// or the attempt given up). The frontier counts the host's next gap from
+	// this message's arrival, which is later and so the safer of the two.
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// Expired is set when the fetcher dropped the task because its deadline had
 	// passed; the frontier issues the URL again.
