@@ -79,7 +79,7 @@ type Config struct {
 	IPMaxConcurrent  int           // --ip-max-concurrent: requests in flight per server IP address, all fetchers together, default 4 (0: no limit)
 	IPDelay          time.Duration // --ip-delay: gap between request starts per server IP address, default 0
 	PolitenessFactor float64       // --politeness-factor: gap >= k x last response time, default 10 (Mercator)
-	IssueAhead       time.Duration // --issue-ahead: a task may leave the frontier this long before its host's gap ends, default 250ms
+	IssueAhead       time.Duration // --issue-ahead: a task may leave the frontier this long before its host's gap ends (experimental), default 0
 	MaxCrawlDelay    time.Duration // --max-crawl-delay: cap on robots.txt Crawl-delay, default 30s
 	IgnoreRobots     bool          // --ignore-robots: do not fetch or obey robots.txt (default: obey)
 	RobotsTTL        time.Duration // --robots-ttl: how long a host's robots.txt is trusted, default 24h
@@ -164,7 +164,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.IPMaxConcurrent, "ip-max-concurrent", 4, "most requests in flight to one server IP address, across all fetchers (0: no limit)")
 	fs.DurationVar(&c.IPDelay, "ip-delay", 0, "least time between two request starts to one server IP address, across all fetchers")
 	fs.Float64Var(&c.PolitenessFactor, "politeness-factor", 10, "a host also rests this many times its last response time (Mercator's k)")
-	fs.DurationVar(&c.IssueAhead, "issue-ahead", 250*time.Millisecond, "issue a host's next task up to this long before its politeness gap ends; the fetcher holds it until then, so the trip through NATS overlaps the gap (0: issue when the gap is over)")
+	fs.DurationVar(&c.IssueAhead, "issue-ahead", 0, "experimental: issue a host's next task up to this long before its politeness gap ends; the fetcher holds it until then (0: issue when the gap is over)")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", 30*time.Second, "cap on a robots.txt Crawl-delay")
 	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")
 	fs.DurationVar(&c.RobotsTTL, "robots-ttl", 24*time.Hour, "how long a host's robots.txt is used before it is fetched again")

@@ -70,7 +70,7 @@ type Options struct {
 	// IssueAhead is how long before a host's politeness gap ends its next
 	// task may be issued, carrying the gap's end as NotBefore: the trip
 	// through NATS to a fetcher then overlaps the gap instead of adding to
-	// it. 0 issues when the gap is over.
+	// it. 0 issues when the gap is over. Experimental: see docs/frontier.md.
 	IssueAhead time.Duration
 	// TaskTTL is how long an issued task may wait for a fetcher; after it the
 	// fetcher reports it expired and the URL is issued again.
