@@ -300,53 +300,51 @@ const AllPartitions = -1
 // ReadFile reads the fingerprints of one partition (or AllPartitions, in
 // file order) from the trace at path.
 func ReadFile(path string, partition int) (fps []uint64, h Header, torn bool, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, h, false, err
-	}
-	defer f.Close()
-	r, err := NewReader(f)
-	if err != nil {
-		return nil, h, false, fmt.Errorf("%s: %w", path, err)
-	}
-	if st, err := f.Stat(); err == nil && partition == AllPartitions {
-		fps = make([]uint64, 0, max(st.Size()-headerSize, 0)/8)
-	}
-	for {
-		p, block, err := r.Next()
-		if err == io.EOF {
-			return fps, r.Header(), r.Torn(), nil
+	h, torn, err = eachBlock(path, func(size int64) {
+		if partition == AllPartitions {
+			fps = make([]uint64, 0, max(size-headerSize, 0)/8)
 		}
-		if err != nil {
-			return fps, r.Header(), false, fmt.Errorf("%s: %w", path, err)
-		}
+	}, func(p int, block []uint64) {
 		if partition == AllPartitions || p == partition {
 			fps = append(fps, block...)
 		}
-	}
+	})
+	return fps, h, torn, err
 }
 
 // ReadPartitions reads the trace at path in one pass and returns each
 // partition's fingerprints in order.
 func ReadPartitions(path string) (parts map[int][]uint64, h Header, torn bool, err error) {
+	parts = map[int][]uint64{}
+	h, torn, err = eachBlock(path, nil, func(p int, block []uint64) {
+		parts[p] = append(parts[p], block...)
+	})
+	return parts, h, torn, err
+}
+
+// eachBlock opens the trace at path, tells sized its size (when it is not
+// nil), and hands every block to fn in file order.
+func eachBlock(path string, sized func(int64), fn func(p int, block []uint64)) (Header, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, h, false, err
+		return Header{}, false, err
 	}
 	defer f.Close()
 	r, err := NewReader(f)
 	if err != nil {
-		return nil, h, false, fmt.Errorf("%s: %w", path, err)
+		return Header{}, false, fmt.Errorf("%s: %w", path, err)
 	}
-	parts = map[int][]uint64{}
+	if st, err := f.Stat(); err == nil && sized != nil {
+		sized(st.Size())
+	}
 	for {
 		p, block, err := r.Next()
 		if err == io.EOF {
-			return parts, r.Header(), r.Torn(), nil
+			return r.Header(), r.Torn(), nil
 		}
 		if err != nil {
-			return parts, r.Header(), false, fmt.Errorf("%s: %w", path, err)
+			return r.Header(), false, fmt.Errorf("%s: %w", path, err)
 		}
-		parts[p] = append(parts[p], block...)
+		fn(p, block)
 	}
 }
