@@ -19,7 +19,13 @@ type Request struct {
 	Host       int
 	Path       string
 	Start, End time.Time
-	Status     int
+	// Sent is when the server began writing the response's last bytes
+	// (its body, or End for a response without one): the client cannot
+	// have the whole response before it. End is when the handler returned,
+	// which a descheduled handler goroutine can record after the client
+	// already has the response; the true end lies between the two.
+	Sent   time.Time
+	Status int
 }
 
 // Server serves a Web: one listener per host address. It logs every request
@@ -98,11 +104,16 @@ func (s *Server) handler(h int) http.HandlerFunc {
 		n := hs.busy.Add(1)
 		for m := hs.maxBusy.Load(); n > m && !hs.maxBusy.CompareAndSwap(m, n); m = hs.maxBusy.Load() {
 		}
-		status := s.serve(h, rw, req)
+		sw := &sentWriter{ResponseWriter: rw}
+		status := s.serve(h, sw, req)
 		hs.busy.Add(-1)
 		end := time.Now()
+		sent := sw.sent
+		if sent.IsZero() {
+			sent = end // headers only: they leave when the handler returns
+		}
 		hs.mu.Lock()
-		hs.log = append(hs.log, Request{Host: h, Path: req.URL.RequestURI(), Start: start, End: end, Status: status})
+		hs.log = append(hs.log, Request{Host: h, Path: req.URL.RequestURI(), Start: start, End: end, Sent: sent, Status: status})
 		hs.mu.Unlock()
 	}
 }
@@ -169,4 +180,15 @@ func (w *Web) Page(h int, path string) []byte {
 		para()
 	}
 	return append(b, "</body></html>\n"...)
+}
+
+// sentWriter notes when the last body write began.
+type sentWriter struct {
+	http.ResponseWriter
+	sent time.Time
+}
+
+func (w *sentWriter) Write(b []byte) (int, error) {
+	w.sent = time.Now()
+	return w.ResponseWriter.Write(b)
 }

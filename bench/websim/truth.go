@@ -104,8 +104,13 @@ type Audit struct {
 	// a polite crawl at hosts / (MeanGapPages + response time) pages/s.
 	MeanGapPages time.Duration
 	// GapsBelow counts gaps (pages only) shorter than the delay given to
-	// Judge.
+	// Judge, counted from End: a short one may be the server's own
+	// scheduling (see Request.Sent).
 	GapsBelow int
+	// Breaches counts gaps shorter than the delay even when counted from
+	// Sent, before which the client cannot have had the response: certain
+	// politeness violations, whatever the server's scheduling.
+	Breaches int
 	// First and Last bound the crawl's requests in time.
 	First, Last time.Time
 }
@@ -132,7 +137,7 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 		reqs = append([]Request(nil), reqs...)
 		sort.Slice(reqs, func(i, j int) bool { return reqs[i].Start.Before(reqs[j].Start) })
 		origin := w.Origin(h)
-		var prevEnd, prevPageEnd time.Time
+		var prevEnd, prevPageEnd, prevPageSent time.Time
 		for _, r := range reqs {
 			a.Requests++
 			if a.First.IsZero() || r.Start.Before(a.First) {
@@ -157,8 +162,11 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 				if g < delay {
 					a.GapsBelow++
 				}
+				if r.Start.Sub(prevPageSent) < delay {
+					a.Breaches++
+				}
 			}
-			prevPageEnd = r.End
+			prevPageEnd, prevPageSent = r.End, r.Sent
 			u := origin + r.Path
 			if seen[u] {
 				a.Duplicates++

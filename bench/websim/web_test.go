@@ -168,3 +168,24 @@ func (w *Web) split2(t *testing.T, u string) (int, string) {
 	}
 	return h, p
 }
+
+// A gap short only when counted from the handler's return is the server's
+// lateness; one short even from the moment the response began leaving is a
+// breach.
+func TestJudgeTellsBreachesFromServerLateness(t *testing.T) {
+	w, err := New(Config{Seed: 1, Hosts: 1, Pages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	log := [][]Request{{
+		{Path: "/", Start: at(0), Sent: at(5), End: at(40), Status: 200},         // handler descheduled after sending
+		{Path: "/p/1", Start: at(120), Sent: at(125), End: at(130), Status: 200}, // 80 ms from End, 115 ms from Sent
+		{Path: "/p/2", Start: at(200), Sent: at(205), End: at(210), Status: 200}, // 70 ms from End, 75 ms from Sent
+	}}
+	a := w.Judge(w.Truth(), log, nil, 100*time.Millisecond)
+	if a.GapsBelow != 2 || a.Breaches != 1 {
+		t.Fatalf("gaps below %d (want 2), breaches %d (want 1)", a.GapsBelow, a.Breaches)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/logging"
 	"github.com/trawlerhq/trawler/pkg/config"
 )
@@ -41,6 +42,7 @@ var commands = []command{
 var errUsage = errors.New("usage")
 
 func main() {
+	app.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

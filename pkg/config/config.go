@@ -91,7 +91,7 @@ type Config struct {
 	AllowedTypes     []string      // --allowed-types: content types downloaded (default HTML, XHTML, plain text)
 	AllowPrivate     bool          // --allow-private: permit loopback, private and link-local addresses
 	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
-	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 4
+	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 16
 	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3
 
 	// Name resolution.
@@ -176,7 +176,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Var((*listFlag)(&c.AllowedTypes), "allowed-types", "content types whose bodies are downloaded, comma-separated; type/* allowed (default text/html,application/xhtml+xml,text/plain)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private, link-local and metadata addresses")
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
-	fs.IntVar(&c.ParseWorkers, "parse-workers", 4, "concurrent parses per parser process")
+	fs.IntVar(&c.ParseWorkers, "parse-workers", 16, "concurrent parses per parser process (each waits for NATS to acknowledge its page's links, so more than the cores)")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")
 	fs.StringVar(&c.Resolver, "resolver", "trawler", "name resolver of the fetcher: trawler (cached, asynchronous, after Chen and Yan) or system (Go's)")
 	fs.Var((*listFlag)(&c.DNSServers), "dns-servers", "DNS servers for --resolver trawler, ip[:port] comma-separated (default: from /etc/resolv.conf)")

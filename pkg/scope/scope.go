@@ -35,7 +35,7 @@ const negativeTTL = 30 * time.Second
 type Scope struct {
 	kv jetstream.KeyValue
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	allowed map[string]bool      // keys known to be present
 	denied  map[string]time.Time // host -> when it was found out of scope
 }
@@ -115,26 +115,24 @@ func keyFor(mode, host string) (string, entry) {
 
 // Allows reports whether URLs of host are in scope. A host the cache does not
 // know is looked up in the bucket, so a seed added a moment ago is honoured.
+// It runs for every extracted link: the cheap keys are tried first, and the
+// registrable domain (a public-suffix lookup) only when they miss.
 func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
-	keys := []string{"any"}
-	for _, mode := range []string{config.ScopeHost, config.ScopeDomain} {
-		k, _ := keyFor(mode, host)
-		keys = append(keys, k)
+	hostKey, _ := keyFor(config.ScopeHost, host)
+	if s.cached("any", hostKey) {
+		return true, nil
 	}
-	s.mu.Lock()
-	for _, k := range keys {
-		if s.allowed[k] {
-			s.mu.Unlock()
-			return true, nil
-		}
+	domainKey, _ := keyFor(config.ScopeDomain, host)
+	if s.cached(domainKey) {
+		return true, nil
 	}
-	if at, ok := s.denied[host]; ok && time.Since(at) < negativeTTL {
-		s.mu.Unlock()
+	s.mu.RLock()
+	at, denied := s.denied[host]
+	s.mu.RUnlock()
+	if denied && time.Since(at) < negativeTTL {
 		return false, nil
 	}
-	s.mu.Unlock()
-
-	for _, k := range keys {
+	for _, k := range []string{"any", hostKey, domainKey} {
 		_, err := s.kv.Get(ctx, k)
 		if err == nil {
 			s.mu.Lock()
@@ -150,4 +148,16 @@ func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
 	s.denied[host] = time.Now()
 	s.mu.Unlock()
 	return false, nil
+}
+
+// cached tells whether any of keys is known to be in the bucket.
+func (s *Scope) cached(keys ...string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, k := range keys {
+		if s.allowed[k] {
+			return true
+		}
+	}
+	return false
 }

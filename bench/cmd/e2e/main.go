@@ -44,18 +44,21 @@ type harness struct {
 	trawler, prof, colly string
 	natsURL, redisAddr   string
 	extra                []string // more trawler flags, for tuning experiments
+	keepLogs             bool     // write each run's request log to requests.tsv
+	profileAll           string   // cluster services to profile in every run
 	tmp                  string
 	log                  io.Writer
 }
 
 // result is one crawl: what it cost and what the server saw.
 type result struct {
-	mode  string
-	run   int
-	m     measured
-	audit websim.Audit
-	rate  []float64 // pages/s per second of the crawl
-	load  float64   // the machine's 1-minute load average at the end
+	mode   string
+	run    int
+	m      measured
+	audit  websim.Audit
+	rate   []float64 // pages/s per second of the crawl
+	phases phases
+	load   float64 // the machine's 1-minute load average at the end
 }
 
 func (r result) pagesPerSec() float64 { return float64(r.audit.Fetched) / r.m.wall.Seconds() }
@@ -69,7 +72,7 @@ func main() {
 	var runs, scaleRuns int
 	var modes, scale, md, doc, img, repo, trawlerBin, profBin string
 	var profile bool
-	var extra string
+	var extra, profileAll string
 	flag.Uint64Var(&cfg.Seed, "web-seed", 1, "seed of the synthetic web")
 	flag.IntVar(&cfg.Hosts, "hosts", 20, "hosts of the web")
 	flag.IntVar(&cfg.Pages, "pages", 50, "pages per host")
@@ -82,18 +85,21 @@ func main() {
 	flag.StringVar(&scale, "scale", "1,2,4", "fetcher and parser replicas for the scaling runs (empty: skip)")
 	flag.IntVar(&scaleRuns, "scale-runs", 1, "runs per scaling point")
 	flag.BoolVar(&profile, "profile", true, "CPU-profile the all-in-one mode and the hottest cluster service")
+	flag.StringVar(&profileAll, "profile-services", "", "CPU-profile these cluster services (comma-separated, e.g. parser,fetcher) in every cluster run; the profiles stay in the run's directory")
 	flag.StringVar(&h.natsURL, "nats", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server for the cluster mode")
 	flag.StringVar(&h.redisAddr, "redis", envOr("REDIS_ADDR", "127.0.0.1:6379"), "Redis for the cluster mode")
 	flag.StringVar(&repo, "repo", "..", "root of the trawler repository")
 	flag.StringVar(&extra, "trawler-flags", "", "extra flags for every trawler process, space-separated (e.g. \"--partition-count 8\")")
 	flag.StringVar(&trawlerBin, "trawler-bin", "", "use this trawler binary instead of building ./cmd/trawler")
 	flag.StringVar(&profBin, "prof-bin", "", "use this trawlerprof binary instead of building ./cmd/trawlerprof")
+	flag.BoolVar(&h.keepLogs, "request-logs", false, "write every run's server-side request log to requests.tsv in its directory (host, path, status, start and end in ms since the run's start)")
 	flag.StringVar(&md, "md", "", "also write the report (Markdown) to this file")
 	flag.StringVar(&doc, "doc", "", "replace the part of this Markdown file between "+docBegin+" and "+docEnd+" with the report")
 	flag.StringVar(&img, "img", "", "write plots (SVG) into this directory (empty: no plots)")
 	flag.Parse()
 
 	h.extra = strings.Fields(extra)
+	h.profileAll = profileAll
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := h.main(ctx, cfg, runs, scaleRuns, split(modes), split(scale), profile, repo, md, doc, img, trawlerBin, profBin); err != nil {
@@ -205,7 +211,7 @@ func (h *harness) setup(ctx context.Context, cfg websim.Config, repo, bench, tra
 	}
 	if profBin != "" {
 		h.prof = profBin
-	} else if profile {
+	} else if profile || h.profileAll != "" {
 		if err := build(ctx, bench, "./cmd/trawlerprof", h.prof); err != nil {
 			return err
 		}
@@ -233,7 +239,7 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 	}
 	time.Sleep(2 * time.Second) // let the previous crawl's sockets and the machine settle
 	h.srv.Reset()
-	start := time.Now()
+	start, self0 := time.Now(), selfCPU()
 	var m measured
 	switch mode {
 	case "run":
@@ -248,6 +254,7 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 	if err != nil {
 		return result{}, err
 	}
+	m.webCPU = selfCPU() - self0
 	log := h.srv.Log()
 	r := result{mode: mode, run: run, m: m, audit: h.web.Judge(h.truth, log, h.srv.MaxConcurrent, h.delay),
 		rate: websim.Throughput(log, start, time.Second), load: loadAvg()}
@@ -257,9 +264,16 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 			return result{}, err
 		}
 	}
-	fmt.Fprintf(h.log, "e2e: %-10s f%d p%d run %d: %6.1f pages/s, %.2f CPU s/1k pages, RSS %s, completeness %.2f%%, %d dup, %d robots violations, max conc %d, min gap %s, mean gap %s, wall %s\n",
+	r.phases = phasesOf(log, start)
+	if h.keepLogs {
+		if err := writeRequests(filepath.Join(dir, "requests.tsv"), log, start); err != nil {
+			return result{}, err
+		}
+	}
+	fmt.Fprintf(h.log, "e2e: %-10s f%d p%d run %d: %6.1f pages/s, %.2f CPU s/1k pages, RSS %s, completeness %.2f%%, %d dup, %d robots violations, max conc %d, min gap %s, mean gap %s, wall %s (%s; CPU s: crawler %.1f, NATS %.1f, Redis %.1f, web server %.1f)\n",
 		mode, fetchers, parsers, run, r.pagesPerSec(), r.cpuPer1k(), mib(m.rss), 100*a.Completeness(), a.Duplicates, a.Violations,
-		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), m.wall.Round(time.Millisecond))
+		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), m.wall.Round(time.Millisecond), r.phases,
+		m.cpu.Seconds(), m.natsCPU.Seconds(), (m.serverCPU - m.natsCPU).Seconds(), m.webCPU.Seconds())
 	return r, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ type measured struct {
 	cpu       time.Duration // children
 	rss       int64         // sum over the processes of their peak RSS
 	serverCPU time.Duration // machine NATS + Redis (cluster mode), upper bound
+	natsCPU   time.Duration // the nats-server part of serverCPU
+	webCPU    time.Duration // the benchmark's own process: serving the synthetic web
 	perProc   map[string]time.Duration
 }
 
@@ -67,11 +70,11 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 		}
 	}
 	defer stopAll()
-	cpu0 := serverCPU("nats-server", "redis-server")
+	nats0, redis0 := serverCPU("nats-server"), serverCPU("redis-server")
 	t0 := time.Now()
 	launch := func(name, svc string) error {
 		bin, args := h.trawler, append([]string{svc}, common...)
-		if svc == profile {
+		if svc == profile || slices.Contains(strings.Split(h.profileAll, ","), svc) {
 			bin, args = h.prof, append([]string{"-cpuprofile", filepath.Join(dir, name+".pprof"), svc}, common...)
 		}
 		p, err := start(dir, name, bin, args...)
@@ -118,7 +121,8 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 		m.rss += r
 		m.perProc[strings.SplitN(p.name, "-", 2)[0]] += c
 	}
-	m.serverCPU = serverCPU("nats-server", "redis-server") - cpu0
+	m.natsCPU = serverCPU("nats-server") - nats0
+	m.serverCPU = m.natsCPU + serverCPU("redis-server") - redis0
 	return m, nil
 }
 

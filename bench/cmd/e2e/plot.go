@@ -49,7 +49,7 @@ func drawPlots(dir string, results, scaling []result) ([]string, error) {
 	}
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
-	if err := p.Save(8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-throughput.svg")); err != nil {
+	if err := save(p, 8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-throughput.svg")); err != nil {
 		return nil, err
 	}
 	files = append(files, "e2e-throughput.svg")
@@ -77,7 +77,7 @@ func drawPlots(dir string, results, scaling []result) ([]string, error) {
 	lp.Color, sp.Color = palette[0], palette[0]
 	p.Add(lp, sp)
 	p.Y.Min = 0
-	if err := p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-scaling.svg")); err != nil {
+	if err := save(p, 6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-scaling.svg")); err != nil {
 		return nil, err
 	}
 	return append(files, "e2e-scaling.svg"), nil
@@ -93,4 +93,13 @@ func shortLabel(mode string) string {
 		return "colly"
 	}
 	return mode
+}
+
+// save writes the plot as SVG (for the docs) and as a PNG beside it (for
+// viewers that do not render SVG).
+func save(p *plot.Plot, w, h vg.Length, svg string) error {
+	if err := p.Save(w, h, svg); err != nil {
+		return err
+	}
+	return p.Save(w, h, strings.TrimSuffix(svg, ".svg")+".png")
 }

@@ -45,6 +45,7 @@ func run(profile, name string, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	app.TuneGC() // as the trawler binary does
 	f, err := os.Create(profile)
 	if err != nil {
 		return err
