@@ -46,6 +46,7 @@ type harness struct {
 	extra                []string // more trawler flags, for tuning experiments
 	keepLogs             bool     // write each run's request log to requests.tsv
 	profileAll           string   // cluster services to profile in every run
+	wgetFor              time.Duration
 	tmp                  string
 	log                  io.Writer
 }
@@ -58,7 +59,8 @@ type result struct {
 	audit  websim.Audit
 	rate   []float64 // pages/s per second of the crawl
 	phases phases
-	load   float64 // the machine's 1-minute load average at the end
+	rss    []float64 // MiB summed over the crawler's processes, per second
+	load   float64   // the machine's 1-minute load average at the end
 }
 
 func (r result) pagesPerSec() float64 { return float64(r.audit.Fetched) / r.m.wall.Seconds() }
@@ -81,7 +83,8 @@ func main() {
 	flag.DurationVar(&h.delay, "delay", 100*time.Millisecond, "politeness delay (per host, after each response) for every crawler")
 	flag.DurationVar(&h.timeout, "timeout", 30*time.Minute, "give up on a crawl after this long")
 	flag.IntVar(&runs, "runs", 3, "runs of each mode (interleaved); medians are reported")
-	flag.StringVar(&modes, "modes", "run,cluster,colly", "modes to measure: run, cluster, colly")
+	flag.StringVar(&modes, "modes", "run,cluster,colly,wget", "modes to measure: run, cluster, colly, wget")
+	flag.DurationVar(&h.wgetFor, "wget-for", time.Minute, "stop the wget mode after this long (it fetches one URL at a time: a large web takes hours)")
 	flag.StringVar(&scale, "scale", "1,2,4", "fetcher and parser replicas for the scaling runs (empty: skip)")
 	flag.IntVar(&scaleRuns, "scale-runs", 1, "runs per scaling point")
 	flag.BoolVar(&profile, "profile", true, "CPU-profile the all-in-one mode and the hottest cluster service")
@@ -240,6 +243,8 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 	time.Sleep(2 * time.Second) // let the previous crawl's sockets and the machine settle
 	h.srv.Reset()
 	start, self0 := time.Now(), selfCPU()
+	stopRSS := make(chan struct{})
+	rss := sampleRSS(time.Second, stopRSS)
 	var m measured
 	switch mode {
 	case "run":
@@ -248,16 +253,20 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 		m, err = h.runCluster(ctx, dir, fetchers, parsers, profile)
 	case "colly":
 		m, err = h.runColly(ctx, dir)
+	case "wget":
+		m, err = h.runWget(ctx, dir)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
+	close(stopRSS)
+	rssSeries := <-rss
 	if err != nil {
 		return result{}, err
 	}
 	m.webCPU = selfCPU() - self0
 	log := h.srv.Log()
 	r := result{mode: mode, run: run, m: m, audit: h.web.Judge(h.truth, log, h.srv.MaxConcurrent, h.delay),
-		rate: websim.Throughput(log, start, time.Second), load: loadAvg()}
+		rate: websim.Throughput(log, start, time.Second), rss: rssSeries, load: loadAvg()}
 	a := r.audit
 	if a.Duplicates > 0 {
 		if err := writeDuplicates(filepath.Join(dir, "duplicates.txt"), h.web, log); err != nil {
@@ -270,9 +279,9 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 			return result{}, err
 		}
 	}
-	fmt.Fprintf(h.log, "e2e: %-10s f%d p%d run %d: %6.1f pages/s, %.2f CPU s/1k pages, RSS %s, completeness %.2f%%, %d dup, %d robots violations, max conc %d, min gap %s, mean gap %s, wall %s (%s; CPU s: crawler %.1f, NATS %.1f, Redis %.1f, web server %.1f)\n",
+	fmt.Fprintf(h.log, "e2e: %-10s f%d p%d run %d: %6.1f pages/s, %.2f CPU s/1k pages, RSS %s, completeness %.2f%%, %d dup, %d robots violations, max conc %d, min gap %s, mean gap %s, %d gaps < delay (%d certain), wall %s (%s; CPU s: crawler %.1f, NATS %.1f, Redis %.1f, web server %.1f)\n",
 		mode, fetchers, parsers, run, r.pagesPerSec(), r.cpuPer1k(), mib(m.rss), 100*a.Completeness(), a.Duplicates, a.Violations,
-		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), m.wall.Round(time.Millisecond), r.phases,
+		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), a.GapsBelow, a.Breaches, m.wall.Round(time.Millisecond), r.phases,
 		m.cpu.Seconds(), m.natsCPU.Seconds(), (m.serverCPU - m.natsCPU).Seconds(), m.webCPU.Seconds())
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -13,15 +14,20 @@ import (
 // TestSmallWebEveryMode crawls a 10 x 30 web with each mode once, through
 // the harness, and holds every crawler to the audit: the whole ground truth,
 // no robots.txt violation, one request at a time per host. Trawler must also
-// fetch no URL twice and keep the delay between responses and requests (up
-// to maxShortGaps stray short gaps); Colly is exempt from both (it races on
-// its visited set and follows redirects at once). Speed is measured, never
-// asserted.
+// fetch no URL twice and never breach the delay between a response and the
+// next request (see the check below); the peers, Colly and Wget (when
+// installed), are exempt from both (Colly races on its visited set and
+// follows redirects at once). Speed is measured, never asserted.
 func TestSmallWebEveryMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three crawlers")
 	}
 	modes := []string{"run", "colly"}
+	if _, err := exec.LookPath("wget"); err == nil {
+		modes = append(modes, "wget")
+	} else {
+		t.Log("no wget on PATH: wget mode skipped")
+	}
 	if natsUp() {
 		modes = append(modes, "cluster")
 	} else if os.Getenv("TRAWLER_CI") != "" {
@@ -32,7 +38,7 @@ func TestSmallWebEveryMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	delay := 20 * time.Millisecond
-	h := harness{delay: delay, timeout: 2 * time.Minute, log: t.Output(),
+	h := harness{delay: delay, timeout: 2 * time.Minute, wgetFor: time.Minute, log: t.Output(),
 		natsURL: envOr("NATS_URL", "nats://127.0.0.1:4222"), redisAddr: envOr("REDIS_ADDR", "127.0.0.1:6379")}
 	if err := h.setup(ctx, websim.Config{Seed: 9, Hosts: 10, Pages: 30, Port: 18973}, "../../..", "../..", "", "", false); err != nil {
 		t.Fatal(err)
@@ -45,19 +51,21 @@ func TestSmallWebEveryMode(t *testing.T) {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		a := r.audit
-		// Colly's visited check is two calls that async goroutines
-		// interleave (docs/benchmarks.md): its duplicates are its own.
-		if a.Completeness() != 1 || (mode != "colly" && a.Duplicates != 0) || a.Violations != 0 || a.TrapHits != 0 || a.Unknown != 0 || a.MaxConcurrent != 1 {
+		// The peers' duplicates are their own: Colly's visited check is two
+		// calls that async goroutines interleave, Wget fetches a host's
+		// home page again after its robots.txt (docs/benchmarks.md).
+		peer := mode == "colly" || mode == "wget"
+		if a.Completeness() != 1 || (!peer && a.Duplicates != 0) || a.Violations != 0 || a.TrapHits != 0 || a.Unknown != 0 || a.MaxConcurrent != 1 {
 			t.Errorf("%s: audit %+v", mode, a)
 		}
-		// The audit times a response's end when the server's handler
-		// returns; on two cores shared by six processes that goroutine can
-		// be descheduled for milliseconds after the client already has the
-		// last byte, so a gap can look a few ms short (seen: 1.7 ms and
-		// 4.8 ms, once each in ~330 gaps). Allow a stray short gap; fail on
-		// several, or on one shorter than half the delay.
-		if mode != "colly" && (a.GapsBelow > maxShortGaps || a.MinGapPages < delay/2) {
-			t.Errorf("%s: politeness: %d gaps below %s, smallest %s", mode, a.GapsBelow, delay, a.MinGapPages)
+		// A gap short of the delay even from the moment the response began
+		// leaving the server is a breach, whatever the machine's load.
+		// Counted from the handler's return, a gap can look a few ms short
+		// when that goroutine was descheduled after the client already had
+		// the response (seen: 1.7 ms and 4.8 ms, once each in ~330 gaps):
+		// allow a stray one of those, not several, none under half the delay.
+		if !peer && (a.Breaches > 0 || a.GapsBelow > maxShortGaps || a.MinGapPages < delay/2) {
+			t.Errorf("%s: politeness: %d breaches; %d gaps below %s from the handler's return, smallest %s", mode, a.Breaches, a.GapsBelow, delay, a.MinGapPages)
 		}
 		if r.m.cpu <= 0 || r.m.rss <= 0 {
 			t.Errorf("%s: no rusage measured: %+v", mode, r.m)

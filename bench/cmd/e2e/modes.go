@@ -5,7 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -174,6 +179,68 @@ func (h *harness) runColly(ctx context.Context, dir string) (measured, error) {
 	}
 	cpu, rss := p.usage()
 	return measured{wall: time.Since(t0), cpu: cpu, rss: rss, perProc: map[string]time.Duration{"colly": cpu}}, nil
+}
+
+// runWget runs GNU Wget's recursive mode, the classic single-connection
+// crawler: one request at a time over the whole web, --wait (the delay)
+// between any two, robots.txt obeyed, every file deleted once parsed. Being
+// sequential it takes hours on a large web, so it is stopped after
+// h.wgetFor and judged on what it fetched by then.
+func (h *harness) runWget(ctx context.Context, dir string) (measured, error) {
+	bin, err := exec.LookPath("wget")
+	if err != nil {
+		return measured{}, fmt.Errorf("wget mode: %w", err)
+	}
+	// With --input-file, wget runs one recursion per listed URL, each with
+	// its own visited set: every seed would crawl the whole web again. One
+	// start page linking every seed, served outside the audited web, makes
+	// it one crawl.
+	startURL, stopStart, err := serveStartPage(h.web.Seeds())
+	if err != nil {
+		return measured{}, err
+	}
+	defer stopStart()
+	args := []string{"--recursive", "--level=inf", "--span-hosts", "--execute=robots=on",
+		"--wait=" + strconv.FormatFloat(h.delay.Seconds(), 'f', -1, 64),
+		"--delete-after", "--no-directories", "--directory-prefix=" + filepath.Join(dir, "wget-files"),
+		"--tries=1", "--timeout=30", "--no-verbose", startURL}
+	t0 := time.Now()
+	p, err := start(dir, "wget", bin, args...)
+	if err != nil {
+		return measured{}, err
+	}
+	// Wget exits non-zero whenever a server answered 404 (exit status 8):
+	// its own log says what went wrong, the server's log what it fetched.
+	_ = p.waitOrStop(h.wgetFor)
+	wall := time.Since(t0)
+	cpu, rss := p.usage()
+	_ = os.RemoveAll(filepath.Join(dir, "wget-files"))
+	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"wget": cpu}}, nil
+}
+
+// serveStartPage serves an HTML page linking every seed on a loopback
+// address of its own, and returns its URL and a function that stops it.
+func serveStartPage(seeds []string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	var page strings.Builder
+	page.WriteString("<!DOCTYPE html>\n<html><body>\n")
+	for _, s := range seeds {
+		fmt.Fprintf(&page, "<a href=\"%s\">%s</a>\n", html.EscapeString(s), html.EscapeString(s))
+	}
+	page.WriteString("</body></html>\n")
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page.String())
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/", func() { _ = srv.Close() }, nil
 }
 
 func randHex(n int) string {

@@ -18,46 +18,34 @@ var palette = []color.Color{
 	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff},
 }
 
-// drawPlots writes e2e-throughput.svg (pages/s over time, first run of each
-// mode) and e2e-scaling.svg (pages/s against replicas) into dir.
+// drawPlots writes e2e-throughput.svg (pages/s over time), e2e-memory.svg
+// (resident memory of the crawler's processes over time), both from the
+// first run of each mode, and e2e-scaling.svg (pages/s against replicas)
+// into dir.
 func drawPlots(dir string, results, scaling []result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var files []string
-	p := plot.New()
-	p.Title.Text = "Pages per second over the crawl (first run of each mode, 1 s buckets)"
-	p.X.Label.Text = "seconds since start"
-	p.Y.Label.Text = "pages/s (server side)"
-	p.Add(plotter.NewGrid())
-	top := 0.0
-	for i, mode := range order(results) {
-		rs := byMode(results, mode)
-		pts := make(plotter.XYs, len(rs[0].rate))
-		for s, v := range rs[0].rate {
-			pts[s] = plotter.XY{X: float64(s), Y: v}
-			top = max(top, v)
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
+	for _, sp := range []struct {
+		file, title, y string
+		series         func(result) []float64
+	}{
+		{"e2e-throughput.svg", "Pages per second over the crawl (first run of each mode, 1 s buckets)", "pages/s (server side)",
+			func(r result) []float64 { return r.rate }},
+		{"e2e-memory.svg", "Resident memory of the crawler's processes (first run of each mode, summed)", "RSS (MiB)",
+			func(r result) []float64 { return r.rss }},
+	} {
+		if err := seriesPlot(filepath.Join(dir, sp.file), sp.title, sp.y, results, sp.series); err != nil {
 			return nil, err
 		}
-		l.Color = palette[i%len(palette)]
-		l.Width = vg.Points(1.2)
-		p.Add(l)
-		p.Legend.Add(shortLabel(mode), l)
+		files = append(files, sp.file)
 	}
-	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
-	if err := save(p, 8*vg.Inch, 4*vg.Inch, filepath.Join(dir, "e2e-throughput.svg")); err != nil {
-		return nil, err
-	}
-	files = append(files, "e2e-throughput.svg")
 
 	if len(scaling) == 0 {
 		return files, nil
 	}
-	p = plot.New()
+	p := plot.New()
 	p.Title.Text = "Cluster mode: pages/s as fetcher and parser replicas grow"
 	p.X.Label.Text = "fetcher = parser replicas"
 	p.Y.Label.Text = "pages/s"
@@ -91,6 +79,8 @@ func shortLabel(mode string) string {
 		return "trawler services"
 	case "colly":
 		return "colly"
+	case "wget":
+		return "wget"
 	}
 	return mode
 }
@@ -102,4 +92,33 @@ func save(p *plot.Plot, w, h vg.Length, svg string) error {
 		return err
 	}
 	return p.Save(w, h, strings.TrimSuffix(svg, ".svg")+".png")
+}
+
+// seriesPlot draws one line per mode (its first run) of a per-second series.
+func seriesPlot(file, title, ylabel string, results []result, series func(result) []float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds since start"
+	p.Y.Label.Text = ylabel
+	p.Add(plotter.NewGrid())
+	top := 0.0
+	for i, mode := range order(results) {
+		ys := series(byMode(results, mode)[0])
+		pts := make(plotter.XYs, len(ys))
+		for s, v := range ys {
+			pts[s] = plotter.XY{X: float64(s), Y: v}
+			top = max(top, v)
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(shortLabel(mode), l)
+	}
+	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
+	return save(p, 8*vg.Inch, 4*vg.Inch, file)
 }

@@ -51,6 +51,19 @@ func (p *proc) wait(timeout time.Duration) error {
 	}
 }
 
+// waitOrStop waits for the process to exit by itself, stopping it after
+// limit; it returns the process's own error, if any.
+func (p *proc) waitOrStop(limit time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(limit):
+		p.stop()
+		return nil
+	}
+}
+
 // stop asks the process to end (SIGTERM), and kills it after 10 s.
 func (p *proc) stop() {
 	if p.cmd.ProcessState != nil {
@@ -134,4 +147,59 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sampleRSS sums the resident memory of this process's children (the
+// crawler's processes) every interval until stop is closed, and returns the
+// series in MiB.
+func sampleRSS(every time.Duration, stop <-chan struct{}) <-chan []float64 {
+	out := make(chan []float64, 1)
+	go func() {
+		var series []float64
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				out <- series
+				return
+			case <-t.C:
+				series = append(series, float64(childrenRSS())/(1<<20))
+			}
+		}
+	}()
+	return out
+}
+
+// childrenRSS is the summed VmRSS, in bytes, of the processes whose parent
+// is this one, from /proc.
+func childrenRSS() int64 {
+	self := strconv.Itoa(os.Getpid())
+	ents, _ := os.ReadDir("/proc")
+	var total int64
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 || f[1] != self { // state, then ppid
+			continue
+		}
+		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				total += kb << 10
+			}
+		}
+	}
+	return total
 }

@@ -23,7 +23,7 @@ func (h *harness) report(results, scaling []result, profiles, plots []string, ru
 
 	modes := order(results)
 	colly := medianOf(byMode(results, "colly"), result.pagesPerSec)
-	b.WriteString("| mode | pages/s | vs Colly | CPU s / 1k pages | peak RSS | completeness | duplicates | robots violations | max concurrent / host | min gap | mean gap | gaps < delay |\n")
+	b.WriteString("| mode | pages/s | vs Colly | CPU s / 1k pages | peak RSS | completeness | duplicates | robots violations | max concurrent / host | min gap | mean gap | gaps < delay (certain) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, mode := range modes {
 		rs := byMode(results, mode)
@@ -42,11 +42,17 @@ func (h *harness) report(results, scaling []result, profiles, plots []string, ru
 				return r.m.serverCPU.Seconds() * 1000 / max(float64(r.audit.Fetched), 1)
 			}))
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %.2f %% | %d | %d | %d | %s | %s | %d |\n",
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %.2f %% | %d | %d | %d | %s | %s | %d (%d) |\n",
 			label(mode), rate, ratio, cpu, mib(int64(medianOf(rs, func(r result) float64 { return float64(r.m.rss) }))),
 			100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Violations, w.audit.MaxConcurrent,
 			w.audit.MinGapPages.Round(10*time.Microsecond),
-			time.Duration(medianOf(rs, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond), w.audit.GapsBelow)
+			time.Duration(medianOf(rs, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond), w.audit.GapsBelow, w.audit.Breaches)
+	}
+	if ws := byMode(results, "wget"); len(ws) > 0 {
+		rate := medianOf(ws, result.pagesPerSec)
+		fmt.Fprintf(&b, "\nWget fetches one URL at a time over the whole web, with `--wait %s` between any two requests (as polite as the others, "+
+			"per host and overall). It is stopped after %s; its completeness is what it reached by then, and at %.1f pages/s the whole web takes %s.\n",
+			h.delay, h.wgetFor, rate, time.Duration(float64(len(h.truth.URLs))/max(rate, 1e-9)*float64(time.Second)).Round(time.Second))
 	}
 	b.WriteString("\nPer run (pages/s): ")
 	for _, mode := range modes {
@@ -94,6 +100,8 @@ func label(mode string) string {
 		return "Trawler services (4 processes, NATS + Redis)"
 	case "colly":
 		return "Colly v2 async"
+	case "wget":
+		return "GNU Wget, recursive (time-boxed, see below)"
 	}
 	return mode
 }
@@ -162,6 +170,7 @@ func worst(rs []result) result {
 		a.Violations = max(a.Violations, x.Violations)
 		a.MaxConcurrent = max(a.MaxConcurrent, x.MaxConcurrent)
 		a.GapsBelow = max(a.GapsBelow, x.GapsBelow)
+		a.Breaches = max(a.Breaches, x.Breaches)
 		if x.MinGapPages >= 0 && (a.MinGapPages < 0 || x.MinGapPages < a.MinGapPages) {
 			a.MinGapPages = x.MinGapPages
 		}
