@@ -42,12 +42,11 @@ func plainHost(h string) bool {
 	if h == "" || len(h) > maxDomain || h[0] == '.' || h[len(h)-1] == '.' || strings.Contains(h, "..") || strings.Contains(h, "xn--") {
 		return false
 	}
-	labels := strings.Split(h, ".")
-	last := labels[len(labels)-1]
+	last := h[strings.LastIndexByte(h, '.')+1:]
 	if decimalDigits(last) || strings.HasPrefix(last, "0x") {
-		return dottedQuad(labels)
+		return dottedQuad(h)
 	}
-	for _, l := range labels {
+	for l := range strings.SplitSeq(h, ".") {
 		if len(l) > maxLabel {
 			return false
 		}
@@ -61,19 +60,17 @@ func plainHost(h string) bool {
 	return true
 }
 
-func dottedQuad(labels []string) bool {
-	if len(labels) != 4 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 3 || !decimalDigits(l) || (len(l) > 1 && l[0] == '0') {
+func dottedQuad(h string) bool {
+	n := 0
+	for l := range strings.SplitSeq(h, ".") {
+		if n++; l == "" || len(l) > 3 || !decimalDigits(l) || (len(l) > 1 && l[0] == '0') {
 			return false
 		}
 		if len(l) == 3 && l > "255" {
 			return false
 		}
 	}
-	return true
+	return n == 4
 }
 
 func plainPort(p, defaultPort string) bool {
@@ -101,7 +98,7 @@ func plainPath(p string) bool {
 	if p == "" || p[0] != '/' {
 		return false
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") {
 		if seg == "." || seg == ".." {
 			return false
 		}
