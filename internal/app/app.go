@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -115,7 +114,7 @@ func Topology(cfg config.Config, names subjects.Names) bus.Topology {
 	return bus.Topology{
 		Names: names, Partitions: cfg.PartitionCount, DedupWindow: cfg.DedupWindow,
 		// A task may wait in the pull buffer for one fetch, then take one.
-		FetchAck: 2*cfg.FetchTimeout + 5*time.Second,
+		FetchAck: cfg.FetchAckWait(),
 	}
 }
 

@@ -113,7 +113,7 @@ type Config struct {
 
 	// Delivery.
 	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 10
-	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 10m
+	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 2m (at least FetchAckWait + FetchTimeout)
 
 	// Output (run).
 	Out      string // --out: JSON Lines file, one object per fetched URL
@@ -192,7 +192,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "record URL fingerprint traces here for `trawler cachesim`: dedup's full trace and the parser's cross subtrace (empty: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
-	fs.DurationVar(&c.DedupWindow, "dedup-window", 10*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the work streams")
+	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 700 bytes per page)")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
 	fs.StringVar(&c.Archive, "archive", "", "write WARC files of every fetched page and JSON Lines of parsed pages to this directory (run, archive)")
 	fs.Int64Var(&c.ArchiveMaxSize, "archive-max-size", 1<<30, "complete an archive file once it has this many bytes")
@@ -314,12 +314,21 @@ func (c *Config) Validate() error {
 	}
 	if c.DedupWindow <= 0 {
 		errs = append(errs, fmt.Errorf("--dedup-window %s: must be positive", c.DedupWindow))
+	} else if c.FetchTimeout > 0 && c.DedupWindow < c.FetchAckWait()+c.FetchTimeout {
+		// A task whose fetcher died after publishing is fetched again
+		// after the ack wait; the replayed page must still be recognised.
+		errs = append(errs, fmt.Errorf("--dedup-window %s: want at least %s with --fetch-timeout %s (a crashed fetcher's task is fetched again after %s, which may take %s more)",
+			c.DedupWindow, c.FetchAckWait()+c.FetchTimeout, c.FetchTimeout, c.FetchAckWait(), c.FetchTimeout))
 	}
 	if strings.TrimSpace(c.UserAgent) == "" {
 		errs = append(errs, errors.New("--user-agent must not be empty"))
 	}
 	return errors.Join(errs...)
 }
+
+// FetchAckWait is how long a fetcher may hold a task before JetStream gives
+// it to another: two whole fetches (robots.txt, then the page) and a margin.
+func (c *Config) FetchAckWait() time.Duration { return 2*c.FetchTimeout + 5*time.Second }
 
 // OwnedPartitions parses --partitions; empty means all of 0..P-1.
 func (c *Config) OwnedPartitions() ([]int, error) {

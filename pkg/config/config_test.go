@@ -115,3 +115,23 @@ func TestSeedsFile(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// The duplicate window must outlast a crashed fetcher's replay: its task
+// comes back after FetchAckWait and is fetched again within FetchTimeout.
+func TestDedupWindowCoversAFetcherReplay(t *testing.T) {
+	c, err := parse(t, []string{"--fetch-timeout", "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--dedup-window 2m0s: want at least 3m5s") {
+		t.Fatalf("2m window with a 1m fetch timeout: %v", err)
+	}
+	c, err = parse(t, []string{"--fetch-timeout", "1m", "--dedup-window", "3m5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

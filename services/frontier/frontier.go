@@ -751,6 +751,15 @@ func (pt *partition) gauge(now time.Time) {
 		v.Add(cur[i] - pt.gauged[i])
 	}
 	pt.gauged = cur
+	// A lease entry outlives its task by the lease's length (minutes);
+	// once stale entries outnumber the live ones, drop them, so memory
+	// follows the tasks in flight rather than the crawl's rate.
+	if pt.leases.Len() > 2*int(cur[3])+1024 {
+		pt.leases.keep(func(e timeEntry) bool {
+			h := pt.hosts[e.host]
+			return h != nil && h.inFlight != nil && h.inFlight.Task.ID == e.task
+		})
+	}
 }
 
 func maxTime(a, b time.Time) time.Time {

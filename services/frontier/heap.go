@@ -30,3 +30,18 @@ func (h *timeHeap) Pop() any {
 func (h *timeHeap) push(at time.Time, host, task string) { heap.Push(h, timeEntry{at, host, task}) }
 func (h *timeHeap) pop() timeEntry                       { return heap.Pop(h).(timeEntry) }
 func (h timeHeap) peek() timeEntry                       { return h[0] }
+
+// keep drops the entries keep rejects and restores the heap order: stale
+// entries otherwise stay until their time comes, which for leases is
+// minutes of finished tasks.
+func (h *timeHeap) keep(keep func(timeEntry) bool) {
+	live := (*h)[:0]
+	for _, e := range *h {
+		if keep(e) {
+			live = append(live, e)
+		}
+	}
+	clear((*h)[len(live):]) // let the dropped strings go
+	*h = live
+	heap.Init(h)
+}

@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/pkg/config"
@@ -25,18 +27,20 @@ import (
 func main() {
 	fs := flag.NewFlagSet("trawlerprof", flag.ExitOnError)
 	profile := fs.String("cpuprofile", "cpu.pprof", "write the CPU profile here")
+	memProfile := fs.String("memprofile", "", "also write a heap profile here, at -memprofile-at or when the process stops")
+	memAt := fs.Duration("memprofile-at", 0, "write the heap profile this long after the start, while running (0: when the process stops)")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() < 1 {
 		fmt.Fprintln(os.Stderr, "usage: trawlerprof -cpuprofile FILE run|dedup|frontier|fetcher|parser [trawler flags]")
 		os.Exit(2)
 	}
-	if err := run(*profile, fs.Arg(0), fs.Args()[1:]); err != nil {
+	if err := run(*profile, *memProfile, *memAt, fs.Arg(0), fs.Args()[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "trawlerprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(profile, name string, args []string) error {
+func run(profile, memProfile string, memAt time.Duration, name string, args []string) error {
 	var cfg config.Config
 	cfs := flag.NewFlagSet("trawler "+name, flag.ContinueOnError)
 	if err := cfg.Parse(cfs, args); err != nil {
@@ -55,6 +59,13 @@ func run(profile, name string, args []string) error {
 		return err
 	}
 	defer pprof.StopCPUProfile()
+	switch {
+	case memProfile != "" && memAt > 0:
+		t := time.AfterFunc(memAt, func() { writeHeapProfile(memProfile) })
+		defer t.Stop()
+	case memProfile != "":
+		defer writeHeapProfile(memProfile)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -79,4 +90,18 @@ func run(profile, name string, args []string) error {
 		return nil
 	}
 	return err
+}
+
+// writeHeapProfile writes the live heap (after a collection) to file.
+func writeHeapProfile(file string) {
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trawlerprof:", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "trawlerprof:", err)
+	}
 }
