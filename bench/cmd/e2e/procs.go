@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,37 +97,37 @@ func (p *proc) usage() (cpu time.Duration, rss int64) {
 // names (the machine's nats-server and redis-server), from /proc. They are
 // shared with other jobs, so a delta over a run is an upper bound.
 func serverCPU(names ...string) time.Duration {
-	ents, _ := os.ReadDir("/proc")
 	var ticks int64
+	eachProc(func(_, comm string, f []string) {
+		if slices.Contains(names, comm) && len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + st
+		}
+	})
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// eachProc calls visit for every process in /proc with its pid, its command
+// name and the fields of its stat line after the name: state is f[0], the
+// parent's pid f[1], user and system CPU ticks f[11] and f[12].
+func eachProc(visit func(pid, comm string, f []string)) {
+	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil {
-			continue
-		}
-		match := false
-		for _, n := range names {
-			match = match || strings.TrimSpace(string(comm)) == n
-		}
-		if !match {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
-		// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
 		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 12 {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + st
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
 		}
+		visit(e.Name(), s[open+1:end], strings.Fields(s[end+1:]))
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 // build compiles a Go main package into out.
@@ -175,24 +176,14 @@ func sampleRSS(every time.Duration, stop <-chan struct{}) <-chan []float64 {
 // is this one, from /proc.
 func childrenRSS() int64 {
 	self := strconv.Itoa(os.Getpid())
-	ents, _ := os.ReadDir("/proc")
 	var total int64
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	eachProc(func(pid, _ string, f []string) {
+		if len(f) < 2 || f[1] != self {
+			return
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		status, err := os.ReadFile("/proc/" + pid + "/status")
 		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 2 || f[1] != self { // state, then ppid
-			continue
-		}
-		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
+			return
 		}
 		for _, l := range strings.Split(string(status), "\n") {
 			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
@@ -200,6 +191,6 @@ func childrenRSS() int64 {
 				total += kb << 10
 			}
 		}
-	}
+	})
 	return total
 }
