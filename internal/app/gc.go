@@ -3,26 +3,65 @@ package app
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 )
 
-// DefaultGCPercent is the garbage collector's target Trawler's processes run
-// with unless the GOGC environment variable says otherwise. Every service
-// churns through short-lived buffers (page bodies, JSON, link lists) over a
-// small live heap, so Go's default of 100 collects every few pages: at 100
-// the parser spent a quarter of its CPU in the collector and the distributed
-// crawl benchmark ran 20-30 % slower (docs/benchmarks.md). 400 trades a few
-// more MiB of heap per process for that CPU; GOMEMLIMIT still caps the heap
-// where memory is tight (docs/deploy.md).
-const DefaultGCPercent = 400
+// The garbage collector's target, unless the GOGC environment variable says
+// otherwise, follows the live heap. Every service churns through
+// short-lived buffers (page bodies, JSON, link lists): at Go's default of
+// 100 a parser with a small live heap collected every few pages, spent a
+// quarter of its CPU in the collector, and the distributed benchmark ran
+// 20-30 % slower (docs/benchmarks.md). So while the live heap is small the
+// target is maxGCPercent; as it grows the heap may exceed it by at most
+// gcHeadroom, and once the live heap is larger than that, by the live heap
+// itself (Go's 100). A fixed 400 would multiply by five whatever a process
+// keeps: the all-in-one mode's embedded NATS server holds hundreds of MB of
+// message IDs on a long crawl, which took it to 3 GiB.
+const (
+	maxGCPercent = 400
+	minGCPercent = 100
+	gcHeadroom   = 512 << 20
+)
 
-// TuneGC applies DefaultGCPercent unless GOGC is set in the environment, and
-// returns the percentage in force (-1: collector off by GOGC=off).
-func TuneGC() int {
-	if os.Getenv("GOGC") != "" {
-		p := debug.SetGCPercent(100) // read the value Go took from GOGC...
-		debug.SetGCPercent(p)        // ...and put it back
-		return p
+// gcPercentFor is the collector's target for a live heap of live bytes,
+// rounded down to a multiple of 25 so that it changes seldom.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return maxGCPercent
 	}
-	debug.SetGCPercent(DefaultGCPercent)
-	return DefaultGCPercent
+	p := min(uint64(gcHeadroom)*100/live, maxGCPercent)
+	return max(int(p/25*25), minGCPercent)
+}
+
+// TuneGC makes the collector's target follow the live heap (gcPercentFor)
+// for the life of the process, unless GOGC is set in the environment; it
+// reports whether it did. GOMEMLIMIT applies either way.
+func TuneGC() bool {
+	if os.Getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(maxGCPercent)
+	go followLiveHeap(maxGCPercent, 250*time.Millisecond)
+	return true
+}
+
+// followLiveHeap re-reads the live heap after each collection and adjusts
+// the target when gcPercentFor moves.
+func followLiveHeap(current int, every time.Duration) {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	var cycles uint64
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for range t.C {
+		metrics.Read(samples)
+		if samples[0].Value.Kind() != metrics.KindUint64 || samples[1].Value.Uint64() == cycles {
+			continue
+		}
+		cycles = samples[1].Value.Uint64()
+		if p := gcPercentFor(samples[0].Value.Uint64()); p != current {
+			debug.SetGCPercent(p)
+			current = p
+		}
+	}
 }

@@ -5,12 +5,31 @@ import (
 	"testing"
 )
 
-func TestTuneGCKeepsAnExplicitGOGC(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400},
+		{20 * mib, 400},  // a fetcher or parser: the full saving
+		{128 * mib, 400}, // headroom 512 MiB = 4 x live
+		{200 * mib, 250}, // 256 %, rounded down
+		{256 * mib, 200},
+		{512 * mib, 100},
+		{3000 * mib, 100}, // never below Go's default
+	} {
+		if got := gcPercentFor(tt.live); got != tt.want {
+			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tt.live/mib, got, tt.want)
+		}
+	}
+}
+
+func TestTuneGCLeavesAnExplicitGOGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
 	t.Setenv("GOGC", "150")
-	debug.SetGCPercent(150) // what the runtime read from GOGC at start
-	if got := TuneGC(); got != 150 {
-		t.Fatalf("TuneGC with GOGC=150 = %d", got)
+	if TuneGC() {
+		t.Fatal("TuneGC tuned although GOGC is set")
 	}
 	if got := debug.SetGCPercent(150); got != 150 {
 		t.Fatalf("GC percent after TuneGC = %d, want GOGC's 150", got)
@@ -20,10 +39,10 @@ func TestTuneGCKeepsAnExplicitGOGC(t *testing.T) {
 func TestTuneGCDefault(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	t.Setenv("GOGC", "")
-	if got := TuneGC(); got != DefaultGCPercent {
-		t.Fatalf("TuneGC = %d, want %d", got, DefaultGCPercent)
+	if !TuneGC() {
+		t.Fatal("TuneGC did nothing without GOGC")
 	}
-	if got := debug.SetGCPercent(100); got != DefaultGCPercent {
-		t.Fatalf("GC percent after TuneGC = %d, want %d", got, DefaultGCPercent)
+	if got := debug.SetGCPercent(maxGCPercent); got != maxGCPercent {
+		t.Fatalf("GC percent after TuneGC = %d, want %d (a small test heap)", got, maxGCPercent)
 	}
 }
