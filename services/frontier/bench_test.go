@@ -109,11 +109,14 @@ func benchDispatch(b *testing.B, backend string, hosts int) {
 	svc := New(Options{JS: js, Names: names, Store: st, Partitions: all, FetchTimeout: 30 * time.Second,
 		MaxAttempts: 3, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	stopped := make(chan struct{})
+	// Deferred after st.Close, so it runs first: the service stops using the
+	// store before the store closes under it.
+	defer func() { cancel(); <-stopped }()
 
 	b.ResetTimer()
 	start := time.Now()
-	go svc.Run(ctx)
+	go func() { defer close(stopped); _ = svc.Run(ctx) }()
 	answer(b, ctx, js, names.StreamFetch(), names.ConsumerFetcher(), func(t messages.FetchTask) *nats.Msg {
 		data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: t.ID, Partition: t.Partition, Host: t.Host, URL: t.URL, Status: 200})
 		m := nats.NewMsg(names.FrontierDone(t.Partition))
