@@ -441,6 +441,28 @@ func TestRedisSeenSetBytesPerURL(t *testing.T) {
 	if full {
 		n = 10_000_000
 	}
+	perURL := seenSetBytesPerURL(t, n, full)
+	if full && perURL > 12 {
+		t.Errorf("%.2f bytes/URL, want <= 12", perURL)
+	}
+}
+
+// BenchmarkSeenSetBytesPerURL reports the same figure for 1,000,000
+// fingerprints (10,000,000 with TRAWLER_BENCH_FULL=1), once whatever b.N:
+// it is a memory measurement, not a timing.
+func BenchmarkSeenSetBytesPerURL(b *testing.B) {
+	n := 1_000_000
+	if os.Getenv("TRAWLER_BENCH_FULL") == "1" {
+		n = 10_000_000
+	}
+	perURL := seenSetBytesPerURL(b, n, false)
+	b.ReportMetric(perURL, "bytes/URL")
+	b.ReportMetric(0, "ns/op")
+}
+
+// seenSetBytesPerURL records n distinct fingerprints under a fresh prefix
+// and returns Redis's used_memory growth per fingerprint.
+func seenSetBytesPerURL(t testing.TB, n int, progress bool) float64 {
 	addr := redisAddr(t)
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr})
@@ -491,7 +513,7 @@ func TestRedisSeenSetBytesPerURL(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if done := i + batch; full && done%2_000_000 == 0 && done < n {
+		if done := i + batch; progress && done%2_000_000 == 0 && done < n {
 			t.Logf("%9d fingerprints: %.2f bytes/URL (approx.: client buffers included)",
 				done, float64(usedMemory()-before)/float64(done))
 		}
@@ -534,9 +556,7 @@ func TestRedisSeenSetBytesPerURL(t *testing.T) {
 	perURL := float64(after-before) / float64(n)
 	t.Logf("%d fingerprints over %d partitions in %d keys: used_memory +%d bytes = %.2f bytes/URL; MEMORY USAGE sum %.2f bytes/URL",
 		n, parts, nkeys, after-before, perURL, float64(usage)/float64(n))
-	if full && perURL > 12 {
-		t.Errorf("%.2f bytes/URL, want <= 12", perURL)
-	}
+	return perURL
 }
 
 // mix64 is splitmix64's finalizer: a bijection of uint64 that scatters

@@ -26,12 +26,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/trawlerhq/trawler/bench/internal/mddoc"
 	"github.com/trawlerhq/trawler/bench/websim"
 )
 
@@ -97,7 +97,7 @@ func main() {
 	flag.StringVar(&profBin, "prof-bin", "", "use this trawlerprof binary instead of building ./cmd/trawlerprof")
 	flag.BoolVar(&h.keepLogs, "request-logs", false, "write every run's server-side request log to requests.tsv in its directory (host, path, status, start and end in ms since the run's start)")
 	flag.StringVar(&md, "md", "", "also write the report (Markdown) to this file")
-	flag.StringVar(&doc, "doc", "", "replace the part of this Markdown file between "+docBegin+" and "+docEnd+" with the report")
+	flag.StringVar(&doc, "doc", "", "replace the part of this Markdown file between <!-- e2e:begin --> and <!-- e2e:end --> with the report")
 	flag.StringVar(&img, "img", "", "write plots (SVG) into this directory (empty: no plots)")
 	flag.Parse()
 
@@ -169,27 +169,9 @@ func (h *harness) main(ctx context.Context, cfg websim.Config, runs, scaleRuns i
 		}
 	}
 	if doc != "" {
-		return replaceSection(doc, report)
+		return mddoc.Replace(doc, "e2e", report)
 	}
 	return nil
-}
-
-const docBegin, docEnd = "<!-- e2e:begin -->", "<!-- e2e:end -->"
-
-// replaceSection puts report between the markers of the doc file, leaving
-// the rest of it (the component benchmarks) as it is.
-func replaceSection(doc, report string) error {
-	b, err := os.ReadFile(doc)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i, j := strings.Index(s, docBegin), strings.Index(s, docEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %s ... %s section", doc, docBegin, docEnd)
-	}
-	s = s[:i+len(docBegin)] + "\n" + report + s[j:]
-	return os.WriteFile(doc, []byte(s), 0o644)
 }
 
 // setup builds the binaries (unless given), serves the web and writes the
@@ -414,16 +396,3 @@ func contains(xs []string, x string) bool {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-
-func machine() string {
-	model := ""
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
-}

@@ -84,25 +84,3 @@ func natsUp() bool {
 	}
 	return err == nil
 }
-
-func TestReplaceSectionKeepsTheRest(t *testing.T) {
-	file := t.TempDir() + "/b.md"
-	in := "# Benchmarks\n\ncomponent\n\n" + docBegin + "\nold\n" + docEnd + "\n\nanalysis\n"
-	if err := os.WriteFile(file, []byte(in), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := replaceSection(file, "new report\n"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(file)
-	want := "# Benchmarks\n\ncomponent\n\n" + docBegin + "\nnew report\n" + docEnd + "\n\nanalysis\n"
-	if string(b) != want {
-		t.Fatalf("got %q", b)
-	}
-	if err := os.WriteFile(file, []byte("no markers"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := replaceSection(file, "x"); err == nil {
-		t.Fatal("a file without markers was accepted")
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/trawlerhq/trawler/bench/internal/mddoc"
 )
 
 // report renders the results as the Markdown of docs/benchmarks.md's
@@ -14,7 +16,7 @@ import (
 func (h *harness) report(results, scaling []result, profiles, plots []string, runs, scaleRuns int) string {
 	var b strings.Builder
 	c := h.web.Config()
-	fmt.Fprintf(&b, "Measured %s UTC on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04"), machine())
+	fmt.Fprintf(&b, "Measured %s UTC on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04"), mddoc.Machine())
 	fmt.Fprintf(&b, "```sh\ncd bench && go run ./cmd/e2e %s\n```\n\n", strings.Join(os.Args[1:], " "))
 	fmt.Fprintf(&b, "Web: %d hosts x %d pages (seed %d), each host on its own loopback address; ground truth %d URLs "+
 		"(%d pages, %d redirects, %d 404s; %d linked URLs disallowed by robots.txt). Every crawler: one request at a time per host, "+
