@@ -33,15 +33,16 @@ func render(r *results, h header) string {
 
 	b.WriteString("| component | measure | median | range | goal |\n|---|---|---:|---:|---|\n")
 	for _, hl := range headlines {
-		med, rng := "not run", ""
+		med, rng, goal := "not run", "", hl.Goal
 		if v, lo, hi, ok := hl.value(r); ok {
-			unit := hl.Of.Unit
-			if hl.Over.Bench != "" {
-				unit = "×"
+			med, rng = num(v)+" "+hl.unit(), num(lo)+" – "+num(hi)
+			if met, checked := hl.met(v); checked && met {
+				goal += " ✔"
+			} else if checked {
+				goal += " ✘ not met"
 			}
-			med, rng = num(v)+" "+unit, num(lo)+" – "+num(hi)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", hl.Component, hl.What, med, rng, hl.Goal)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", hl.Component, hl.What, med, rng, goal)
 	}
 	if len(r.Broken) > 0 {
 		fmt.Fprintf(&b, "\n%d result line(s) did not parse and are missing above (a log line written into a result line?):\n\n", len(r.Broken))
@@ -58,6 +59,26 @@ func render(r *results, h header) string {
 	}
 	b.WriteString("\n</details>\n\n")
 	return b.String()
+}
+
+// unit is how the row's figures are labelled.
+func (hl headline) unit() string {
+	switch {
+	case hl.Show != "":
+		return hl.Show
+	case hl.Over.Bench != "":
+		return "×"
+	}
+	return hl.Of.Unit
+}
+
+// met says whether the median meets the row's goal, and whether there was a
+// goal to check.
+func (hl headline) met(median float64) (met, checked bool) {
+	if hl.AtLeast == 0 {
+		return false, false
+	}
+	return median >= hl.AtLeast, true
 }
 
 // value is the row's median and range: of the measure, or for a ratio the
