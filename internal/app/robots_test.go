@@ -91,4 +91,7 @@ func TestRobotsGatingAndPoliteness(t *testing.T) {
 	if sum.Errors != 1 {
 		t.Errorf("errors = %d, want 1 (the given-up host)", sum.Errors)
 	}
+	if n := sum.Counters[`trawler_fetcher_failures_total{kind="robots"}`]; n != 1 {
+		t.Errorf("failures of kind robots = %v, want 1 (the given-up host); counters %v", n, sum.Counters)
+	}
 }

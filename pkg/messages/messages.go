@@ -130,7 +130,8 @@ type Page struct {
 	BodySize    int               `json:"body_size"`
 	Truncated   bool              `json:"truncated,omitempty"`
 	// ErrorKind classifies Error: timeout, dns, refused, reset, tls,
-	// blocked, protocol, canceled, other.
+	// blocked, protocol, canceled, other, or robots (the host's robots.txt
+	// stayed unreachable and the host was given up).
 	ErrorKind string `json:"error_kind,omitempty"`
 	// Skipped says why the body was not downloaded (a content type outside
 	// the allow list); status and headers are real.

@@ -236,12 +236,13 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			return nil, nil, nil
 		case !v.Allowed:
 			done.Disallowed = true
+			p := s.record(task, v.Reason)
 			if v.GaveUp {
-				s.Stats.Errors.Add(1)
+				p.ErrorKind = KindRobots
+				s.failed(task.Host, KindRobots)
 			} else {
 				s.Stats.Disallowed.Add(1)
 			}
-			p := s.record(task, v.Reason)
 			return &p, nil, nil
 		case v.Fetched:
 			// robots.txt took this turn: the page waits the host's gap
@@ -348,6 +349,15 @@ func keepAlive(m jetstream.Msg, stop <-chan struct{}) {
 	}
 }
 
+// failed counts a URL that got no response, by kind.
+func (s *Service) failed(host, kind string) {
+	s.Stats.Errors.Add(1)
+	if s.errKinds != nil {
+		s.errKinds.WithLabelValues(kind).Inc()
+		s.perHost.add(host, kind)
+	}
+}
+
 func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	p := messages.Page{
 		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
@@ -357,11 +367,7 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	}
 	if r.Err != nil {
 		p.Error, p.ErrorKind = r.Err.Error(), r.ErrKind
-		s.Stats.Errors.Add(1)
-		if s.errKinds != nil {
-			s.errKinds.WithLabelValues(r.ErrKind).Inc()
-			s.perHost.add(task.Host, r.ErrKind)
-		}
+		s.failed(task.Host, r.ErrKind)
 	} else {
 		s.Stats.Fetched.Add(1)
 		if s.statuses != nil {

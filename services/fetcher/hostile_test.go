@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,7 +20,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -993,5 +997,27 @@ func TestSSRFMixedAddresses(t *testing.T) {
 	r := c.Fetch(context.Background(), "http://mixed.test/")
 	if !errors.Is(r.Err, refused) || fmt.Sprint(dialed) != "[203.0.113.7:80]" {
 		t.Errorf("Err %v, dialed %v; want only the public address tried", r.Err, dialed)
+	}
+}
+
+// The page schema (docs/schema, the public contract) lists the same error
+// kinds as the fetcher can write.
+func TestErrKindsMatchPageSchema(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "schema", "page.v1.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Properties struct {
+			ErrorKind struct {
+				Enum []string `json:"enum"`
+			} `json:"error_kind"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Properties.ErrorKind.Enum; !slices.Equal(got, ErrKinds) {
+		t.Fatalf("schema error_kind enum %v, fetcher ErrKinds %v", got, ErrKinds)
 	}
 }

@@ -207,10 +207,15 @@ const (
 	KindCanceled = "canceled"
 	// KindOther: anything else, e.g. an invalid URL.
 	KindOther = "other"
+	// KindRobots: not a Response's kind but a page's: the URL was not
+	// fetched because its host's robots.txt stayed unreachable and the
+	// host was given up.
+	KindRobots = "robots"
 )
 
-// ErrKinds lists every non-empty ErrKind, e.g. to initialise metric labels.
-var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther}
+// ErrKinds lists every non-empty ErrKind of a page, e.g. to initialise
+// metric labels.
+var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther, KindRobots}
 
 // TimeoutError is the Err of a fetch that ran out of time. errors.Is(err,
 // ErrTimeout) holds for it.
