@@ -80,7 +80,20 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if runErr != nil {
-		return fmt.Errorf("go test: %v (the document is left as it was)", runErr)
+		kept := o.raw
+		if kept == "" {
+			// Keep what ran: a long run should not be lost to one failure.
+			f, err := os.CreateTemp("", "components-*.txt")
+			if err == nil {
+				_, err = f.Write(out.Bytes())
+				f.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("go test: %v (the document is left as it was)", runErr)
+			}
+			kept = f.Name()
+		}
+		return fmt.Errorf("go test: %v (the document is left as it was; go test's output is in %s)", runErr, kept)
 	}
 	res := parse(&out)
 	if len(res.order) == 0 {
