@@ -3,10 +3,11 @@ package main
 import (
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/trawlerhq/trawler/bench/internal/mddoc"
 )
 
 // A series is every value one benchmark reported in one unit, one per run
@@ -16,21 +17,9 @@ type series struct {
 	Values          []float64
 }
 
-func (s series) median() float64 {
-	v := slices.Clone(s.Values)
-	sort.Float64s(v)
-	n := len(v)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
-func (s series) min() float64 { return slices.Min(s.Values) }
-func (s series) max() float64 { return slices.Max(s.Values) }
+func (s series) median() float64 { return mddoc.Median(s.Values) }
+func (s series) min() float64    { return slices.Min(s.Values) }
+func (s series) max() float64    { return slices.Max(s.Values) }
 
 // results holds the series of one `go test -bench` output, in the order the
 // benchmarks first appeared.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -129,18 +128,11 @@ func byMode(rs []result, mode string) []result {
 }
 
 func medianOf(rs []result, f func(result) float64) float64 {
-	if len(rs) == 0 {
-		return 0
-	}
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = f(r)
 	}
-	sort.Float64s(xs)
-	if len(xs)%2 == 1 {
-		return xs[len(xs)/2]
-	}
-	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	return mddoc.Median(xs)
 }
 
 // pairedRatios is the range of mode/Colly pages/s over runs with the same

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -45,4 +46,19 @@ func Machine() string {
 		}
 	}
 	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// Median is how every figure of the generated sections sums up its runs:
+// the middle value, or the mean of the two middle ones; 0 for no values.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	v := slices.Clone(xs)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }

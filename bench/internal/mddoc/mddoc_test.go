@@ -2,6 +2,7 @@ package mddoc
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,20 @@ func TestMachineNamesCPUsAndGo(t *testing.T) {
 	m := Machine()
 	if !strings.Contains(m, "CPUs") || !strings.Contains(m, "go1.") {
 		t.Fatalf("Machine() = %q", m)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		in := slices.Clone(tt.in)
+		if got := Median(in); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+		if !slices.Equal(in, tt.in) {
+			t.Errorf("Median reordered its input: %v", in)
+		}
 	}
 }
