@@ -583,13 +583,20 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, fre
 	}
 }
 
+// leaseLive tells whether a lease entry's task is still the host's task in
+// flight; an entry for any other has nothing left to expire.
+func (pt *partition) leaseLive(hostName, taskID string) bool {
+	h := pt.hosts[hostName]
+	return h != nil && h.inFlight != nil && h.inFlight.Task.ID == taskID
+}
+
 // expire gives a lost task's URL back to its host's queue (or drops it after
 // maxAttempts) and frees the host.
 func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAttempts int) error {
-	h := pt.hosts[hostName]
-	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != taskID {
+	if !pt.leaseLive(hostName, taskID) {
 		return nil
 	}
+	h := pt.hosts[hostName]
 	var requeued bool
 	if err := bus.Retry(ctx, "expire task", pt.log.Warn, nil, func() (err error) {
 		requeued, err = pt.s.o.Store.Expire(ctx, pt.p, hostName, taskID, maxAttempts)
@@ -755,10 +762,7 @@ func (pt *partition) gauge(now time.Time) {
 	// once stale entries outnumber the live ones, drop them, so memory
 	// follows the tasks in flight rather than the crawl's rate.
 	if pt.leases.Len() > 2*int(cur[3])+1024 {
-		pt.leases.keep(func(e timeEntry) bool {
-			h := pt.hosts[e.host]
-			return h != nil && h.inFlight != nil && h.inFlight.Task.ID == e.task
-		})
+		pt.leases.keep(func(e timeEntry) bool { return pt.leaseLive(e.host, e.task) })
 	}
 }
 
