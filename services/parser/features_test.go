@@ -174,6 +174,10 @@ func TestLexerAgreesWithTokenizer(t *testing.T) {
 href
 =
 "nl">`,
+		// Issue 19: '=' opening an attribute name, then an unterminated
+		// quote: the tag ran past the end of input and panicked attrs.
+		`<a ==">`, `<a ==">x<a href=after>`, `<a ==''><a href=q1>`, `<a href=b =="c"><a href=z2>`,
+		`<a b="c"=" href=d>y">`, `<a b="c"=d href=e>`, `<a href / =f>`, `<a href= >`, `<a x=/ href=g>`,
 	}
 	for _, p := range pages {
 		inputs = append(inputs, string(p))

@@ -19,11 +19,13 @@ type lexer struct {
 	pos int
 
 	// The current token.
-	kind    tokenKind
-	text    []byte // tokText: the text, decoded
-	name    string // tags: the lower-cased name ("" when over 16 bytes)
-	raw     []byte // tags: the whole tag, "<" to ">"
-	nameBuf [16]byte
+	kind tokenKind
+	text []byte // tokText: the text, decoded
+	name string // tags: the lower-cased name ("" when over 16 bytes)
+	raw  []byte // tags: the whole tag, "<" to ">"
+	// attrFrom is where the attributes start in raw (after the name).
+	attrFrom int
+	nameBuf  [16]byte
 
 	// rawEnd is set after a start tag whose content is raw text: the next
 	// token is that text, up to "</rawEnd".
@@ -238,103 +240,109 @@ func (l *lexer) tag(rest []byte, from int) (tokenKind, bool) {
 	} else {
 		l.name = string(l.nameBuf[:n]) // short names are interned by the compiler's switch
 	}
-	// Attributes: find the closing '>' outside quoted values.
-	selfClosing := false
-	for i < len(rest) {
-		c := rest[i]
-		switch {
-		case c == '>':
-			l.raw = rest[:i+1]
-			l.pos += i + 1
-			if from == 2 {
-				return tokEnd, true
-			}
-			// Self-closing by the tokenizer's rule: the tag ends with "/>"
-			// (so <a href=x/> is, its value being "x/").
-			if selfClosing || rest[i-1] == '/' {
-				return tokSelfClosing, true
-			}
-			return tokStart, true
-		case c == '/':
-			selfClosing = true
-			i++
-			continue
-		case c == '=':
-			// A value: skip spaces, then a quoted or unquoted value.
-			i++
-			for i < len(rest) && isSpace(rest[i]) {
-				i++
-			}
-			if i < len(rest) && (rest[i] == '"' || rest[i] == '\'') {
-				q := rest[i]
-				j := bytes.IndexByte(rest[i+1:], q)
-				if j < 0 {
-					return 0, false
-				}
-				i += j + 2
-			} else {
-				for i < len(rest) && !isSpace(rest[i]) && rest[i] != '>' {
-					i++
-				}
-			}
-		default:
-			i++
-		}
-		selfClosing = false
+	// Attributes: find the closing '>' by the same walk attrs makes, so the
+	// two can never disagree on where a tag ends (they once did: "<a ==\">"
+	// ended at '>' here while attrs read an unterminated quote and panicked).
+	l.attrFrom = i
+	end := scanAttrs(rest, i, nil)
+	if end < 0 {
+		return 0, false
 	}
-	return 0, false
+	l.raw = rest[:end+1]
+	l.pos += end + 1
+	if from == 2 {
+		return tokEnd, true
+	}
+	// Self-closing by the tokenizer's rule: the tag ends with "/>" (so
+	// <a href=x/> is, its value being "x/").
+	if rest[end-1] == '/' {
+		return tokSelfClosing, true
+	}
+	return tokStart, true
 }
 
 // attrs reads the attributes of the current tag into a (reused). Values
 // are decoded; they may point into the input.
 func (l *lexer) attrs(a attrs) attrs {
 	a = a[:0]
-	raw := l.raw
-	i := 1 + len(l.name)
-	if l.name == "" { // a long name: skip it
-		for i < len(raw) && raw[i] != '>' && raw[i] != '/' && !isSpace(raw[i]) {
+	scanAttrs(l.raw, l.attrFrom, func(key, val []byte) {
+		a = append(a, struct{ k, v []byte }{lowerASCII(key), unescapeAttr(val)})
+	})
+	return a
+}
+
+// scanAttrs walks a tag's attributes from b[i] by the HTML tokenizer's
+// states (before and after attribute name, before attribute value, quoted
+// and unquoted values, self-closing start tag), calling visit (when not nil)
+// with each raw name and value. It returns the index of the '>' that ends
+// the tag, or -1 when the input ends first (the tokenizer then drops the
+// tag). Every index it reads is checked: input from the web is arbitrary.
+func scanAttrs(b []byte, i int, visit func(key, val []byte)) int {
+	for {
+		// Before attribute name.
+		for i < len(b) && isSpace(b[i]) {
 			i++
 		}
-	}
-	for i < len(raw) {
-		for i < len(raw) && (isSpace(raw[i]) || raw[i] == '/') {
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '>':
+			return i
+		case '/': // self-closing start tag state: anything but '>' is reconsumed
 			i++
+			continue
 		}
-		if i >= len(raw) || raw[i] == '>' {
-			return a
-		}
-		// The name: a leading '=' belongs to it.
+		// Attribute name; a leading '=' belongs to it.
 		start := i
 		i++
-		for i < len(raw) && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' && raw[i] != '=' {
+		for i < len(b) && !isSpace(b[i]) && b[i] != '/' && b[i] != '>' && b[i] != '=' {
 			i++
 		}
-		key := lowerASCII(raw[start:i])
-		for i < len(raw) && isSpace(raw[i]) {
+		key := b[start:i]
+		// After attribute name.
+		for i < len(b) && isSpace(b[i]) {
 			i++
+		}
+		if i >= len(b) || b[i] != '=' {
+			if visit != nil {
+				visit(key, nil)
+			}
+			continue // '/', '>', the end or the next name: handled above
+		}
+		// Before attribute value.
+		i++
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return -1
 		}
 		var val []byte
-		if i < len(raw) && raw[i] == '=' {
-			i++
-			for i < len(raw) && isSpace(raw[i]) {
+		switch q := b[i]; q {
+		case '"', '\'':
+			j := bytes.IndexByte(b[i+1:], q)
+			if j < 0 {
+				return -1
+			}
+			val = b[i+1 : i+1+j]
+			i += j + 2 // after the value, whatever is not space, '/' or '>' starts a name
+		case '>': // a missing value: the tag ends here
+			if visit != nil {
+				visit(key, nil)
+			}
+			return i
+		default:
+			s := i
+			for i < len(b) && !isSpace(b[i]) && b[i] != '>' {
 				i++
 			}
-			if i < len(raw) && (raw[i] == '"' || raw[i] == '\'') {
-				q := raw[i]
-				j := bytes.IndexByte(raw[i+1:], q)
-				val = raw[i+1 : i+1+j]
-				i += j + 2
-			} else {
-				s := i
-				for i < len(raw) && !isSpace(raw[i]) && raw[i] != '>' {
-					i++
-				}
-				val = raw[s:i]
-			}
+			val = b[s:i]
 		}
-		a = append(a, struct{ k, v []byte }{key, unescapeAttr(val)})
+		if visit != nil {
+			visit(key, val)
+		}
 	}
-	return a
 }
 
 // lowerASCII returns b lower-cased, copying only when it has upper case.
