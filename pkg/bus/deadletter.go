@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -63,4 +66,56 @@ func (d DeadLetters) ParkOrLog(ctx context.Context, msg jetstream.Msg, reason st
 func (d DeadLetters) CrashLooping(msg jetstream.Msg) bool {
 	md, err := msg.Metadata()
 	return err == nil && d.MaxDeliver > 0 && md.NumDelivered > uint64(d.MaxDeliver)
+}
+
+// Recover wraps a one-message handler so that a panic while handling a
+// message parks that message on the dead-letter subject, with the panic and
+// where it happened as the reason, and the worker goes on with the next:
+// data from the web must never kill a service, and a message that panics
+// would otherwise be redelivered to the next replica and kill it too.
+func (d DeadLetters) Recover(log *slog.Logger, handle func(context.Context, jetstream.Msg)) func(context.Context, jetstream.Msg) {
+	return func(ctx context.Context, m jetstream.Msg) {
+		defer func() {
+			r := recover()
+			if r == nil {
+				return
+			}
+			reason := fmt.Sprintf("panic: %v", r)
+			if site := panicSite(); site != "" {
+				reason += " at " + site
+			}
+			log.Error("a message made the "+d.Service+" panic; it is dead-lettered and the service goes on (please report it with the message from the dead-letter subject)",
+				"subject", m.Subject(), "reason", reason)
+			log.Debug("panic stack", "stack", string(debug.Stack()))
+			d.ParkOrLog(ctx, m, reason, log)
+		}()
+		handle(ctx, m)
+	}
+}
+
+// panicSite names the function, file and line that panicked, called from
+// the deferred function that recovered: the first frame after the runtime's
+// panic machinery.
+func panicSite() string {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(1, pc)])
+	inPanic := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic" || f.Function == "runtime.panicmem" || strings.HasPrefix(f.Function, "runtime.goPanic"):
+			inPanic = true
+		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
+			file := f.File
+			if i := strings.LastIndex(file, "/"); i >= 0 {
+				if j := strings.LastIndex(file[:i], "/"); j >= 0 {
+					file = file[j+1:]
+				}
+			}
+			return fmt.Sprintf("%s (%s:%d)", f.Function, file, f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
 }

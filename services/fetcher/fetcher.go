@@ -146,7 +146,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.client.CloseIdleConnections()
-	bus.Work(ctx, s.o.Workers, holdUntilDue(ctx, msgs), s.handle)
+	bus.Work(ctx, s.o.Workers, holdUntilDue(ctx, msgs), s.dlq.Recover(s.o.Log, s.handle))
 	return nil
 }
 

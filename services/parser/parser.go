@@ -140,7 +140,7 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	bus.Work(ctx, s.o.Workers, msgs, s.handle)
+	bus.Work(ctx, s.o.Workers, msgs, s.dlq.Recover(s.o.Log, s.handle))
 	return nil
 }
 
