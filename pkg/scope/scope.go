@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,17 +26,20 @@ type entry struct {
 	Value string `json:"value,omitempty"`
 }
 
-// negativeTTL bounds how long a host outside the scope is remembered before
-// the bucket is asked again (the watcher also clears it on any update).
-const negativeTTL = 30 * time.Second
-
-// Scope is a cached, live view of the crawl's scope.
+// Scope is a cached, live view of the crawl's scope. The bucket holds only
+// the seeds' hosts and domains (or "any"), so the whole of it is kept in
+// memory and kept current by a watcher: once the watcher has delivered the
+// bucket's initial values, a host that is in none of them is out of scope
+// without a lookup and without remembering the host. (An earlier version
+// remembered every out-of-scope host it was asked about, which grew without
+// bound on a crawl that links to many other hosts, and looked each one up
+// in the bucket three times.)
 type Scope struct {
 	kv jetstream.KeyValue
 
 	mu      sync.RWMutex
-	allowed map[string]bool      // keys known to be present
-	denied  map[string]time.Time // host -> when it was found out of scope
+	allowed map[string]bool // keys known to be present; small: one per seed host or domain
+	synced  bool            // allowed holds the whole bucket; false before the watcher's first pass or after it stops
 }
 
 // Open creates the bucket if needed and starts watching it until ctx ends.
@@ -48,7 +50,7 @@ func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 	if err != nil {
 		return nil, fmt.Errorf("scope bucket %s: %w", names.ScopeBucket(), err)
 	}
-	s := &Scope{kv: kv, allowed: map[string]bool{}, denied: map[string]time.Time{}}
+	s := &Scope{kv: kv, allowed: map[string]bool{}}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch scope bucket: %w", err)
@@ -59,6 +61,11 @@ func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*S
 
 func (s *Scope) watch(ctx context.Context, w jetstream.KeyWatcher) {
 	defer w.Stop()
+	defer func() { // no longer current: ask the bucket again
+		s.mu.Lock()
+		s.synced = false
+		s.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -67,12 +74,15 @@ func (s *Scope) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			if !ok {
 				return
 			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
 			s.mu.Lock()
-			s.allowed[e.Key()] = true
-			clear(s.denied)
+			switch {
+			case e == nil: // the initial values are all delivered
+				s.synced = true
+			case e.Operation() == jetstream.KeyValuePut:
+				s.allowed[e.Key()] = true
+			default: // deleted or purged: scopes only grow, but honour it
+				delete(s.allowed, e.Key())
+			}
 			s.mu.Unlock()
 		}
 	}
@@ -113,10 +123,11 @@ func keyFor(mode, host string) (string, entry) {
 	return "", entry{}
 }
 
-// Allows reports whether URLs of host are in scope. A host the cache does not
-// know is looked up in the bucket, so a seed added a moment ago is honoured.
-// It runs for every extracted link: the cheap keys are tried first, and the
-// registrable domain (a public-suffix lookup) only when they miss.
+// Allows reports whether URLs of host are in scope. It runs for every
+// extracted link: the cheap keys are tried first, and the registrable domain
+// (a public-suffix lookup) only when they miss. Only before the watcher has
+// read the whole bucket is a host that matches nothing looked up in the
+// bucket itself, so a seed added a moment ago by another process is honoured.
 func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
 	hostKey, _ := keyFor(config.ScopeHost, host)
 	if s.cached("any", hostKey) {
@@ -127,9 +138,9 @@ func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
 		return true, nil
 	}
 	s.mu.RLock()
-	at, denied := s.denied[host]
+	synced := s.synced
 	s.mu.RUnlock()
-	if denied && time.Since(at) < negativeTTL {
+	if synced {
 		return false, nil
 	}
 	for _, k := range []string{"any", hostKey, domainKey} {
@@ -144,9 +155,6 @@ func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
 			return false, fmt.Errorf("scope lookup %s: %w", host, err)
 		}
 	}
-	s.mu.Lock()
-	s.denied[host] = time.Now()
-	s.mu.Unlock()
 	return false, nil
 }
 
