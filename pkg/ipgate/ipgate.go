@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -183,24 +184,59 @@ func (g *Gate) Wait(ctx context.Context, addr string, maxWait time.Duration) (*L
 	}
 }
 
-// Release gives the slot back. A nil lease is a no-op. Errors leave the
-// lease to expire by itself.
+// Release gives the slot back. A nil lease is a no-op. Under contention on
+// the address's key (every fetcher of a busy server writes it) a release
+// keeps trying, with a short random pause between rounds, until it is done,
+// ctx ends or releaseWithin has passed: a lease left to expire would hold one
+// of the address's slots for LeaseTTL (minutes). The error says why the lease
+// could not be released and when it expires by itself.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, releaseWithin)
+	defer cancel()
+	var err error
+retry:
+	for round := 0; ; round++ {
+		var done bool
+		if done, err = l.release(ctx); done {
+			return nil
+		}
+		if !errors.Is(err, errContention) {
+			break // the bucket failed, or ctx ended
+		}
+		pause := time.Duration(1+rand.IntN(min(1<<round, 64))) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			break retry
+		case <-time.After(pause):
+		}
+	}
+	expiry := l.Granted.Add(l.g.o.LeaseTTL).Format(time.TimeOnly)
+	return fmt.Errorf("ipgate: releasing the lease on %s: %w; it holds a slot until it expires at %s", l.key, err, expiry)
+}
+
+// releaseWithin bounds how long Release keeps trying.
+const releaseWithin = 10 * time.Second
+
+var errContention = errors.New("other fetchers kept changing the key")
+
+// release makes one round of compare-and-set attempts. It reports true when
+// the lease is gone (released now, or expired and pruned before).
+func (l *Lease) release(ctx context.Context) (bool, error) {
 	for attempt := range maxCAS {
 		e, rev, fromCache := l.g.cachedEntry(l.key)
 		if attempt > 0 || !fromCache {
 			fromCache = false
 			var err error
 			if e, rev, err = l.g.get(ctx, l.key); err != nil {
-				return err
+				return false, err
 			}
 		}
 		if _, held := e.Leases[l.id]; !held {
 			if !fromCache {
-				return nil // expired and pruned already
+				return true, nil // expired and pruned already
 			}
 			l.g.forget(l.key) // the cache is behind: read
 			continue
@@ -208,11 +244,14 @@ func (l *Lease) Release(ctx context.Context) error {
 		delete(e.Leases, l.id)
 		e.prune(l.g.now().UnixMilli())
 		ok, err := l.g.put(ctx, l.key, e, rev)
-		if err != nil || ok {
-			return err
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
 		}
 	}
-	return errors.New("ipgate: release: too much contention; the lease will expire")
+	return false, errContention
 }
 
 // cachedEntry returns a copy of the last value this gate wrote for key.

@@ -120,3 +120,44 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// Issue 19 #11: many leases on one address released at once all go, however
+// the compare-and-set races fall; none is left to hold a slot until expiry.
+func TestReleaseUnderContentionLeavesNoLease(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	var gates []*Gate
+	for range 4 {
+		g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1000, LeaseTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
+	}
+	var leases []*Lease
+	for i := range 64 {
+		l, _, err := gates[i%len(gates)].Wait(ctx, "10.0.0.9", 10*time.Second)
+		if err != nil || l == nil {
+			t.Fatalf("lease %d: %v", i, err)
+		}
+		leases = append(leases, l)
+	}
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	e, _, err := gates[0].get(ctx, Key("10.0.0.9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Leases) != 0 {
+		t.Fatalf("%d leases left after every holder released", len(e.Leases))
+	}
+}

@@ -319,7 +319,15 @@ func (s *Service) addressOf(ctx context.Context, rawURL string) string {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return ip.Unmap().String()
 	}
-	addrs, err := s.client.opts.Resolver.LookupNetIP(ctx, host)
+	// Bounded as the fetch's own lookup is: a name whose servers do not
+	// answer must not cost more here than the fetch would spend on it.
+	limit := s.client.opts.ConnectTimeout
+	if limit <= 0 {
+		limit = s.client.opts.Timeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	addrs, err := s.client.opts.Resolver.LookupNetIP(lctx, host)
 	if err != nil || len(addrs) == 0 {
 		return ""
 	}
