@@ -235,9 +235,10 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		}
 		return frontier.New(frontier.Options{
 			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, name),
-			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, FetchTimeout: cfg.FetchTimeout,
-			IssueAhead:  cfg.IssueAhead,
-			MaxAttempts: cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
+			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
+			FetchTimeout: cfg.FetchTimeout,
+			IssueAhead:   cfg.IssueAhead,
+			MaxAttempts:  cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 			Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
 			Log:    log, Registerer: d.Registry,
 		}), nil
@@ -249,7 +250,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		return fetcher.New(fetcher.Options{
 			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 			IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
-			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay,
+			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 			IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,

@@ -81,6 +81,9 @@ type Config struct {
 	PolitenessFactor float64       // --politeness-factor: gap >= k x last response time, default 10 (Mercator)
 	IssueAhead       time.Duration // --issue-ahead: a task may leave the frontier this long before its host's gap ends (experimental), default 0
 	MaxCrawlDelay    time.Duration // --max-crawl-delay: cap on robots.txt Crawl-delay, default 30s
+	// --politeness-max-gap: cap on what Crawl-delay, k x response time and
+	// failure backoff add to a host's rest, default 30s (Heritrix's max-delay-ms)
+	PolitenessMaxGap time.Duration
 	IgnoreRobots     bool          // --ignore-robots: do not fetch or obey robots.txt (default: obey)
 	RobotsTTL        time.Duration // --robots-ttl: how long a host's robots.txt is trusted, default 24h
 	RobotsRetry      time.Duration // --robots-retry: wait after robots.txt answered 5xx or not at all, default 10m
@@ -166,6 +169,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.PolitenessFactor, "politeness-factor", 10, "a host also rests this many times its last response time (Mercator's k)")
 	fs.DurationVar(&c.IssueAhead, "issue-ahead", 0, "experimental: issue a host's next task up to this long before its politeness gap ends; the fetcher holds it until then (0: issue when the gap is over)")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", 30*time.Second, "cap on a robots.txt Crawl-delay")
+	fs.DurationVar(&c.PolitenessMaxGap, "politeness-max-gap", 30*time.Second, "cap on the rest a host's Crawl-delay, slow responses (k x response time) and failure backoff add; --politeness-delay holds above it")
 	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")
 	fs.DurationVar(&c.RobotsTTL, "robots-ttl", 24*time.Hour, "how long a host's robots.txt is used before it is fetched again")
 	fs.DurationVar(&c.RobotsRetry, "robots-retry", 10*time.Minute, "how long a host is left alone when its robots.txt answered 5xx or not at all")
@@ -272,6 +276,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PolitenessFactor < 0 || c.MaxCrawlDelay < 0 {
 		errs = append(errs, errors.New("--politeness-factor and --max-crawl-delay must not be negative"))
+	}
+	if c.PolitenessMaxGap <= 0 {
+		errs = append(errs, errors.New("--politeness-max-gap must be positive (it caps how long one slow or failing host rests)"))
 	}
 	if c.RobotsTTL <= 0 || c.RobotsRetry <= 0 {
 		errs = append(errs, errors.New("--robots-ttl and --robots-retry must be positive"))

@@ -24,6 +24,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/ipgate"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/politeness"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -45,11 +46,11 @@ type Options struct {
 	RobotsTTL    time.Duration
 	RobotsRetry  time.Duration
 	// Politeness, to wait between a robots.txt fetch and the page's: the
-	// same rule as the frontier's (max of delay, capped Crawl-delay and
-	// Factor x response time).
+	// same rule as the frontier's (pkg/politeness).
 	Delay         time.Duration
 	Factor        float64
 	MaxCrawlDelay time.Duration
+	MaxGap        time.Duration
 	// Per-IP politeness across all fetcher replicas (see pkg/ipgate): at
 	// most IPCeiling requests in flight to one address, IPGap between two
 	// starts; both zero turn the gate off.
@@ -248,7 +249,8 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			// robots.txt took this turn: the page waits the host's gap
 			// here, so politeness holds without a round trip through the
 			// frontier. On shutdown, hand the URL back instead.
-			gap := max(s.o.Delay, min(v.CrawlDelay, s.o.MaxCrawlDelay), time.Duration(s.o.Factor*float64(v.Duration)))
+			rule := politeness.Rule{Delay: s.o.Delay, Factor: s.o.Factor, MaxCrawlDelay: s.o.MaxCrawlDelay, MaxGap: s.o.MaxGap}
+			gap, _ := rule.Rest(v.CrawlDelay, v.Duration, 0)
 			select {
 			case <-time.After(gap):
 			case <-s.life.Done():

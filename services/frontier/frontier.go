@@ -33,6 +33,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/ownership"
+	"github.com/trawlerhq/trawler/pkg/politeness"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -66,7 +67,10 @@ type Options struct {
 	// MaxCrawlDelay caps a robots.txt Crawl-delay (a hostile value would
 	// stall the host forever).
 	MaxCrawlDelay time.Duration
-	FetchTimeout  time.Duration
+	// MaxGap caps what a host's Crawl-delay, response time and failures
+	// add to its rest (0: politeness.DefaultMaxGap); see pkg/politeness.
+	MaxGap       time.Duration
+	FetchTimeout time.Duration
 	// IssueAhead is how long before a host's politeness gap ends its next
 	// task may be issued, carrying the gap's end as NotBefore: the trip
 	// through NATS to a fetcher then overlaps the gap instead of adding to
@@ -91,6 +95,9 @@ type Options struct {
 // Stats are the service's running totals.
 type Stats struct {
 	Enqueued, Issued, Done, Expired, Dropped atomic.Int64
+	// CrawlDelayCapped counts fetches whose host asked, by robots.txt, for
+	// a Crawl-delay above --max-crawl-delay or --politeness-max-gap.
+	CrawlDelayCapped atomic.Int64
 }
 
 // Gauges are the replica's current queue figures, summed over its
@@ -128,8 +135,8 @@ func New(o Options) *Service {
 	if o.Registerer != nil {
 		s.gapHist = prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "trawler", Subsystem: "frontier", Name: "host_gap_seconds",
-			Help:    "Politeness gap given to a host after each fetch: max(delay, Crawl-delay, k x response time) plus failure backoff.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
+			Help:    "Politeness gap given to a host after each fetch: max(delay, min(max(Crawl-delay, k x response time) + failure backoff, max gap)).",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
 		})
 		gauge := func(name, help string, v *atomic.Int64) prometheus.Collector {
 			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "frontier", Name: name, Help: help},
@@ -147,6 +154,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
 			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks.", Value: &s.Stats.Dropped},
+			bus.Counter{Name: "crawl_delay_capped_total", Help: "Fetches whose host's robots.txt Crawl-delay was above --max-crawl-delay or --politeness-max-gap (the cap applied).", Value: &s.Stats.CrawlDelayCapped},
 		)
 	}
 	return s
@@ -446,7 +454,8 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		for _, fd := range again {
 			// Not a lost task: put the URL back whatever its attempts.
 			if h := pt.hosts[fd.Host]; h != nil {
-				h.nextAt = time.Now().Add(max(pt.gap(fd), fd.RetryAfter))
+				rest, _ := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, 0)
+				h.nextAt = time.Now().Add(max(rest, fd.RetryAfter))
 			}
 			if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
 				return err
@@ -510,31 +519,17 @@ func (pt *partition) park(ctx context.Context, m jetstream.Msg, reason string) {
 	pt.s.dlq.ParkOrLog(ctx, m, reason, pt.log)
 }
 
-// gap is how long a host rests after a fetch: the largest of the configured
-// minimum, its robots.txt Crawl-delay (capped) and Factor times the time the
-// response took.
-func (pt *partition) gap(fd messages.FetchDone) time.Duration {
-	o := pt.s.o
-	g := max(o.Delay, min(fd.CrawlDelay, o.MaxCrawlDelay))
-	return max(g, time.Duration(o.Factor*float64(fd.Duration)))
-}
-
-// backoff is the extra rest of a host that keeps failing: 1 s after the
-// second failure in a row, doubling up to 5 min, so a dying server is not
-// hammered while its queue drains.
-func backoff(failures int) time.Duration {
-	if failures < 2 {
-		return 0
-	}
-	return min(time.Second<<min(failures-2, 9), 5*time.Minute)
+// rule is the crawl's politeness rule (pkg/politeness).
+func (s *Service) rule() politeness.Rule {
+	return politeness.Rule{Delay: s.o.Delay, Factor: s.o.Factor, MaxCrawlDelay: s.o.MaxCrawlDelay, MaxGap: s.o.MaxGap}
 }
 
 // failed tells whether a fetch counts towards a host's failure backoff: no
 // answer, or a server error.
 func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "" || fd.Status >= 500 }
 
-// restUntil is when a host may be fetched again after fd: its gap plus the
-// backoff of a host that keeps failing.
+// restUntil is when a host may be fetched again after fd: the politeness
+// rule's rest, failure backoff included, capped by the max gap.
 func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 	failures := 0
 	if h := pt.hosts[fd.Host]; h != nil {
@@ -551,7 +546,11 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 	// its last byte, so a gap counted from finished_at ended early by the
 	// server's clock. The report's trip back is the safety margin; issuing
 	// ahead still hides the trip out to the fetcher.
-	return now.Add(pt.gap(fd) + backoff(failures))
+	rest, capped := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, failures)
+	if capped {
+		pt.s.Stats.CrawlDelayCapped.Add(1)
+	}
+	return now.Add(rest)
 }
 
 // remember mirrors an applied batch in memory; freed[i] is done[i] as the

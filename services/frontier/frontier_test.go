@@ -224,9 +224,6 @@ func TestRestartKeepsQueuesAndTasks(t *testing.T) {
 }
 
 func TestFailingHostIsBackedOff(t *testing.T) {
-	if backoff(0) != 0 || backoff(1) != 0 || backoff(2) != time.Second || backoff(3) != 2*time.Second || backoff(40) != 5*time.Minute {
-		t.Fatalf("backoff: %s %s %s %s %s", backoff(0), backoff(1), backoff(2), backoff(3), backoff(40))
-	}
 	h := start(t, Options{})
 	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
 	fail := func(task messages.FetchTask) {
@@ -245,6 +242,29 @@ func TestFailingHostIsBackedOff(t *testing.T) {
 	}
 	if _, _, ok := h.task(2 * time.Second); !ok {
 		t.Fatal("the failing host was never given its next task")
+	}
+}
+
+// Issue 18: the rest a slow host earns (k x a 30 s response = 5 minutes),
+// its Crawl-delay and its failure backoff are capped by MaxGap, and a
+// capped Crawl-delay is counted.
+func TestMaxGapCapsTheRestOfASlowHost(t *testing.T) {
+	h := start(t, Options{Factor: 10, MaxCrawlDelay: time.Hour, MaxGap: 300 * time.Millisecond})
+	h.enqueue("http://slow.example/1", "http://slow.example/2", "http://slow.example/3")
+	first, _, _ := h.task(2 * time.Second)
+	data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: first.ID, Host: first.Host, URL: first.URL, Status: 200, Duration: 30 * time.Second})
+	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+	second, _, ok := h.task(5 * time.Second)
+	if !ok {
+		t.Fatal("a host whose response took 30 s was not given its next task within the 300 ms max gap (and 5 s of slack)")
+	}
+	data, _ = json.Marshal(messages.FetchDone{V: 1, TaskID: second.ID, Host: second.Host, URL: second.URL, Status: 200, CrawlDelay: time.Hour})
+	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+	if _, _, ok := h.task(5 * time.Second); !ok {
+		t.Fatal("a host with an hour's Crawl-delay was not given its next task within the max gap")
+	}
+	if n := h.svc.Stats.CrawlDelayCapped.Load(); n != 1 {
+		t.Fatalf("capped Crawl-delays counted: %d, want 1", n)
 	}
 }
 
