@@ -114,7 +114,8 @@ func Topology(cfg config.Config, names subjects.Names) bus.Topology {
 	return bus.Topology{
 		Names: names, Partitions: cfg.PartitionCount, DedupWindow: cfg.DedupWindow,
 		// A task may wait in the pull buffer for one fetch, then take one.
-		FetchAck: cfg.FetchAckWait(),
+		FetchAck:     cfg.FetchAckWait(),
+		ParsedMaxAge: cfg.ParsedMaxAge, ParsedMaxBytes: cfg.ParsedMaxBytes,
 	}
 }
 
@@ -277,6 +278,9 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 		}
 		if err := po.Configure(cfg); err != nil {
 			return nil, err
+		}
+		if cfg.Out != "" || cfg.Archive != "" {
+			po.Text = true // run's --out and --archive write the text, read from here
 		}
 		return parser.New(po), nil
 	}

@@ -20,12 +20,24 @@ type Topology struct {
 	Partitions  int           // P
 	DedupWindow time.Duration // duplicate window of the work streams
 	FetchAck    time.Duration // how long a fetcher may hold a task before redelivery
+	// The public parsed stream keeps documents for taps that attach later,
+	// up to ParsedMaxAge and ParsedMaxBytes, oldest dropped first (zero:
+	// 7 days and 1 GiB).
+	ParsedMaxAge   time.Duration
+	ParsedMaxBytes int64
 }
 
 // Work streams use work-queue retention: a message stays until its one
 // consumer acks it, even if that consumer is not running yet.
 func (t Topology) streams() []jetstream.StreamConfig {
 	n := t.Names
+	parsedAge, parsedBytes := t.ParsedMaxAge, t.ParsedMaxBytes
+	if parsedAge <= 0 {
+		parsedAge = 7 * 24 * time.Hour
+	}
+	if parsedBytes <= 0 {
+		parsedBytes = 1 << 30
+	}
 	work := func(name, subject, desc string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name: name, Subjects: []string{subject}, Description: desc,
@@ -46,12 +58,14 @@ func (t Topology) streams() []jetstream.StreamConfig {
 			Duplicates: t.DedupWindow,
 		},
 		{
-			// Limits retention: a tap may attach later and replay the last day.
+			// Limits retention: a tap may attach later and replay what is
+			// kept. Compressed (S2) at rest, since it is kept: parsed
+			// documents are text and URLs, a third or less of their size.
 			Name: n.StreamParsed(), Subjects: []string{n.PagesParsed()},
 			Description: "parsed pages: JSON documents with outlinks",
 			Retention:   jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
-			MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld,
-			Duplicates: t.DedupWindow,
+			MaxAge: parsedAge, MaxBytes: parsedBytes, Discard: jetstream.DiscardOld,
+			Duplicates: t.DedupWindow, Compression: jetstream.S2Compression,
 		},
 		{
 			Name: n.StreamDLQ(), Subjects: []string{n.Prefix + ".dlq.*"},
@@ -135,7 +149,7 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 		have.Retention == want.Retention && have.Storage == want.Storage &&
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
 		have.MaxAge == want.MaxAge && have.MaxBytes == wantBytes && have.Discard == want.Discard &&
-		have.Description == want.Description
+		have.Description == want.Description && have.Compression == want.Compression
 }
 
 func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, want jetstream.ConsumerConfig) error {

@@ -119,8 +119,15 @@ type Config struct {
 	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 2m (at least FetchAckWait + FetchTimeout)
 
 	// Output (run).
-	Out      string // --out: JSON Lines file, one object per fetched URL
-	Progress bool   // --progress: live progress line on stderr (run), default true
+	Out string // --out: JSON Lines file, one object per fetched URL
+	// --parsed-text: put each page's text in pages.parsed (default: metadata
+	// and links only; on by itself in run with --out or --archive)
+	ParsedText bool
+	// --parsed-max-age, --parsed-max-bytes: how much of pages.parsed is kept
+	// for taps that attach later, oldest dropped first; default 7 days, 1 GiB
+	ParsedMaxAge   time.Duration
+	ParsedMaxBytes int64
+	Progress       bool // --progress: live progress line on stderr (run), default true
 
 	// Archive (run, archive): WARC files of pages.fetched and JSON Lines of
 	// pages.parsed go to this directory (services/archive).
@@ -198,6 +205,9 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 700 bytes per page)")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
+	fs.DurationVar(&c.ParsedMaxAge, "parsed-max-age", 7*24*time.Hour, "keep parsed documents in pages.parsed this long for taps that attach later")
+	fs.Int64Var(&c.ParsedMaxBytes, "parsed-max-bytes", 1<<30, "keep at most this many bytes of parsed documents in pages.parsed (stored compressed); the oldest go first")
+	fs.BoolVar(&c.ParsedText, "parsed-text", false, "put each page's visible text in the parsed documents of pages.parsed (parser; default: metadata and links only; run turns it on with --out or --archive)")
 	fs.StringVar(&c.Archive, "archive", "", "write WARC files of every fetched page and JSON Lines of parsed pages to this directory (run, archive)")
 	fs.Int64Var(&c.ArchiveMaxSize, "archive-max-size", 1<<30, "complete an archive file once it has this many bytes")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", time.Hour, "complete an archive file this long after it was opened")

@@ -13,6 +13,7 @@ import (
 // kinds, canonical rules, allow and deny patterns, topic and scoring.
 func (o *Options) Configure(cfg config.Config) error {
 	var err error
+	o.Text = cfg.ParsedText
 	o.Kinds = DefaultKinds
 	if len(cfg.LinkKinds) > 0 {
 		if o.Kinds, err = ParseKinds(cfg.LinkKinds); err != nil {

@@ -47,7 +47,7 @@ func parseHTML(t *testing.T, s *Service, depth int, headers map[string]string, b
 }
 
 func TestParseFollowRules(t *testing.T) {
-	s := newTestService(t, "--deny", `/private/`, "--drop-params", "tracking", "--sort-query")
+	s := newTestService(t, "--deny", `/private/`, "--drop-params", "tracking", "--sort-query", "--parsed-text")
 	body := `<html lang=en><title>T</title><link rel=canonical href="/canon"><h1>Head</h1>
 		<a href="/x?utm_source=n&b=2&a=1">x</a> <a href="/nf" rel="nofollow">nf</a> <a href="/private/p">p</a>
 		<a href="http://elsewhere.test/">out</a> <a href="/x?a=1&b=2">same as the first once cleaned</a>`
@@ -63,6 +63,11 @@ func TestParseFollowRules(t *testing.T) {
 	}
 	if doc.Relevance != nil {
 		t.Errorf("relevance %v without a topic", *doc.Relevance)
+	}
+	// Without --parsed-text the document is metadata and links only.
+	plain, _, _ := parseHTML(t, newTestService(t), 1, nil, body)
+	if plain.Text != "" || plain.Title != "T" || len(plain.Outlinks) == 0 {
+		t.Errorf("without --parsed-text: text %q, title %q, %d outlinks", plain.Text, plain.Title, len(plain.Outlinks))
 	}
 	if s.Stats.NoFollow.Load() != 1 || s.Stats.Filtered.Load() != 1 || s.Stats.OutOfScope.Load() != 1 {
 		t.Errorf("stats: nofollow %d, filtered %d, out of scope %d", s.Stats.NoFollow.Load(), s.Stats.Filtered.Load(), s.Stats.OutOfScope.Load())

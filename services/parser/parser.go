@@ -43,6 +43,10 @@ type Options struct {
 	MaxDeliver     int
 	// Kinds are the link kinds extracted (0: DefaultKinds).
 	Kinds Kind
+	// Text puts the page's visible text in the parsed document. Off by
+	// default: the text is most of a document's bytes, and the parsed
+	// stream is retained for taps (--parsed-text).
+	Text bool
 	// Rules are the crawl's optional canonical rules (query sorting,
 	// dropped parameters), applied to every extracted link.
 	Rules urlx.Rules
@@ -215,7 +219,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		}
 		doc.Title, doc.Headings, doc.Lang, doc.Charset = ex.Title, ex.Headings, ex.Lang, ex.Charset
 		doc.Canonical, doc.NoIndex, doc.NoFollow = ex.Canonical, ex.NoIndex, ex.NoFollow
-		if !ex.NoIndex {
+		if !ex.NoIndex && s.o.Text {
 			doc.Text = ex.Text
 		}
 		s.Stats.Invalid.Add(int64(ex.Dropped))
