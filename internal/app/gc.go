@@ -17,11 +17,16 @@ import (
 // gcHeadroom, and once the live heap is larger than that, by the live heap
 // itself (Go's 100). A fixed 400 would multiply by five whatever a process
 // keeps: the all-in-one mode's embedded NATS server holds hundreds of MB of
-// message IDs on a long crawl, which took it to 3 GiB.
+// message IDs on a long crawl, which took it to 3 GiB. The headroom was
+// 512 MiB until the all-in-one mode was measured with --out on a web found
+// by discovery: a live heap of ~190 MB (most of it the embedded NATS
+// server's block buffers) ran at a 690 MB goal and a 750-790 MB peak RSS;
+// 128 MiB gave 486 MB at the same pages per CPU-second (collections stay
+// rare: a cycle marks the live heap in ~40 ms, every second or two).
 const (
 	maxGCPercent = 400
 	minGCPercent = 100
-	gcHeadroom   = 512 << 20
+	gcHeadroom   = 128 << 20
 )
 
 // gcPercentFor is the collector's target for a live heap of live bytes,

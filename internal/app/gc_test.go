@@ -12,11 +12,11 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 		want int
 	}{
 		{0, 400},
-		{20 * mib, 400},  // a fetcher or parser: the full saving
-		{128 * mib, 400}, // headroom 512 MiB = 4 x live
-		{200 * mib, 250}, // 256 %, rounded down
-		{256 * mib, 200},
-		{512 * mib, 100},
+		{20 * mib, 400}, // a fetcher or parser: the full saving
+		{32 * mib, 400}, // headroom 128 MiB = 4 x live
+		{50 * mib, 250}, // 256 %, rounded down
+		{64 * mib, 200},
+		{128 * mib, 100},
 		{3000 * mib, 100}, // never below Go's default
 	} {
 		if got := gcPercentFor(tt.live); got != tt.want {
