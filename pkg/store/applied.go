@@ -44,29 +44,32 @@ func (b *Bolt) MarkApplied(ctx context.Context, p int, seqs []uint64, floor uint
 	if err := checkArgs(ctx, p); err != nil {
 		return err
 	}
-	return b.update(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(appliedBucket(p))
-		if err != nil {
+	return b.update(func(tx *bolt.Tx) error { return markAppliedTx(tx, p, seqs, floor) })
+}
+
+// markAppliedTx is MarkApplied within tx.
+func markAppliedTx(tx *bolt.Tx, p int, seqs []uint64, floor uint64) error {
+	bk, err := tx.CreateBucketIfNotExists(appliedBucket(p))
+	if err != nil {
+		return err
+	}
+	var k [8]byte
+	for _, s := range seqs {
+		binary.BigEndian.PutUint64(k[:], s)
+		if err := bk.Put(append([]byte(nil), k[:]...), []byte{}); err != nil {
 			return err
 		}
-		var k [8]byte
-		for _, s := range seqs {
-			binary.BigEndian.PutUint64(k[:], s)
-			if err := bk.Put(append([]byte(nil), k[:]...), []byte{}); err != nil {
-				return err
-			}
-		}
-		if floor == 0 {
-			return nil
-		}
-		c := bk.Cursor()
-		for key, _ := c.First(); key != nil && binary.BigEndian.Uint64(key) <= floor; key, _ = c.First() {
-			if err := bk.Delete(key); err != nil {
-				return err
-			}
-		}
+	}
+	if floor == 0 {
 		return nil
-	})
+	}
+	c := bk.Cursor()
+	for key, _ := c.First(); key != nil && binary.BigEndian.Uint64(key) <= floor; key, _ = c.First() {
+		if err := bk.Delete(key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Redis) appliedKey(p int) string { return r.base(p) + ":applied" }

@@ -246,70 +246,9 @@ func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, d
 		return false, err
 	}
 	applied := false
-	err = b.update(func(tx *bolt.Tx) error {
-		applied = false
-		var last uint64
-		if old := readPart(tx, p); old != nil {
-			last = getU64(old.Bucket(bucketMeta), metaApplied)
-		}
-		if seq <= last {
-			return nil // a replay of a batch already applied
-		}
-		part, err := writePart(tx, p)
-		if err != nil {
-			return err
-		}
-		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
-		rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
-
-		tail := getU64Or(meta, metaTail, orderStart)
-		added, dropped := uint64(0), uint64(0)
-		for _, it := range items {
-			if b.limits.HostBudget > 0 && getU64(issued, it.host) >= uint64(b.limits.HostBudget) {
-				dropped++
-				continue
-			}
-			if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
-				return err
-			}
-			tail++
-			added++
-			if b.limits.HostQueue > 0 && queueLen(queue, it.host) > b.limits.HostQueue {
-				if err := queue.Delete(queueTail(queue, it.host)); err != nil {
-					return err
-				}
-				added--
-				dropped++
-			}
-		}
-		freed := int64(0)
-		for _, d := range done {
-			in, ok, err := getInFlight(inflight, p, d.Host)
-			if err != nil {
-				return err
-			}
-			if !ok || in.Task.ID != d.TaskID {
-				continue // stale: the host moved on to another task
-			}
-			if err := inflight.Delete([]byte(d.Host)); err != nil {
-				return err
-			}
-			if !d.NotBefore.IsZero() {
-				if err := rest.Put([]byte(d.Host), be64(uint64(d.NotBefore.UnixMilli()))); err != nil {
-					return err
-				}
-			}
-			freed++
-		}
-		applied = true
-		return putMeta(meta,
-			kv{metaTail, tail},
-			kv{metaApplied, seq},
-			kv{metaEnqueued, getU64(meta, metaEnqueued) + added},
-			kv{metaQueued, getU64(meta, metaQueued) + added},
-			kv{metaDropped, getU64(meta, metaDropped) + dropped},
-			kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
-		)
+	err = b.update(func(tx *bolt.Tx) (err error) {
+		applied, err = b.applyTx(tx, p, seq, items, done)
+		return err
 	})
 	if err != nil {
 		return false, err // rolled back
@@ -323,66 +262,137 @@ func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
 		return nil, err
 	}
 	var out []InFlight
-	err := b.update(func(tx *bolt.Tx) error {
-		out = nil
-		part := readPart(tx, p) // sub-buckets are created together with it
-		if part == nil {
-			return nil
-		}
-		meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
-		rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
-		var dropped uint64
-		for _, r := range reqs {
-			if validHost(r.Host) != nil || inflight.Get([]byte(r.Host)) != nil {
-				continue
-			}
-			n := getU64(issued, r.Host)
-			if b.limits.HostBudget > 0 && n >= uint64(b.limits.HostBudget) {
-				d, err := dropQueue(queue, r.Host)
-				if err != nil {
-					return err
-				}
-				dropped += uint64(d)
-				continue
-			}
-			key, val := queueHead(queue, r.Host)
-			if key == nil {
-				continue
-			}
-			var q Queued
-			if err := json.Unmarshal(val, &q); err != nil {
-				return fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
-			}
-			in := newInFlight(p, q, r)
-			data, err := json.Marshal(in)
-			if err != nil {
-				return err
-			}
-			if err := queue.Delete(slices.Clone(key)); err != nil {
-				return err
-			}
-			if err := inflight.Put([]byte(r.Host), data); err != nil {
-				return err
-			}
-			if err := issued.Put([]byte(r.Host), be64(n+1)); err != nil {
-				return err
-			}
-			if err := rest.Delete([]byte(r.Host)); err != nil {
-				return err
-			}
-			out = append(out, in)
-		}
-		n := uint64(len(out))
-		return putMeta(meta,
-			kv{metaQueued, getU64(meta, metaQueued) - n - dropped},
-			kv{metaDropped, getU64(meta, metaDropped) + dropped},
-			kv{metaInFlight, getU64(meta, metaInFlight) + n},
-		)
+	err := b.update(func(tx *bolt.Tx) (err error) {
+		out, err = b.popTx(tx, p, reqs)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// applyTx is Apply within tx; see Frontier.Apply.
+func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, done []Done) (bool, error) {
+	var last uint64
+	if old := readPart(tx, p); old != nil {
+		last = getU64(old.Bucket(bucketMeta), metaApplied)
+	}
+	if seq <= last {
+		return false, nil // a replay of a batch already applied
+	}
+	part, err := writePart(tx, p)
+	if err != nil {
+		return false, err
+	}
+	meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+	rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
+
+	tail := getU64Or(meta, metaTail, orderStart)
+	added, dropped := uint64(0), uint64(0)
+	for _, it := range items {
+		if b.limits.HostBudget > 0 && getU64(issued, it.host) >= uint64(b.limits.HostBudget) {
+			dropped++
+			continue
+		}
+		if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
+			return false, err
+		}
+		tail++
+		added++
+		if b.limits.HostQueue > 0 && queueLen(queue, it.host) > b.limits.HostQueue {
+			if err := queue.Delete(queueTail(queue, it.host)); err != nil {
+				return false, err
+			}
+			added--
+			dropped++
+		}
+	}
+	freed := int64(0)
+	for _, d := range done {
+		in, ok, err := getInFlight(inflight, p, d.Host)
+		if err != nil {
+			return false, err
+		}
+		if !ok || in.Task.ID != d.TaskID {
+			continue // stale: the host moved on to another task
+		}
+		if err := inflight.Delete([]byte(d.Host)); err != nil {
+			return false, err
+		}
+		if !d.NotBefore.IsZero() {
+			if err := rest.Put([]byte(d.Host), be64(uint64(d.NotBefore.UnixMilli()))); err != nil {
+				return false, err
+			}
+		}
+		freed++
+	}
+	return true, putMeta(meta,
+		kv{metaTail, tail},
+		kv{metaApplied, seq},
+		kv{metaEnqueued, getU64(meta, metaEnqueued) + added},
+		kv{metaQueued, getU64(meta, metaQueued) + added},
+		kv{metaDropped, getU64(meta, metaDropped) + dropped},
+		kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
+	)
+}
+
+// popTx is Pop within tx; see Frontier.Pop.
+func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
+	var out []InFlight
+	part := readPart(tx, p) // sub-buckets are created together with it
+	if part == nil {
+		return nil, nil
+	}
+	meta, queue, inflight := part.Bucket(bucketMeta), part.Bucket(bucketQueue), part.Bucket(bucketInFlight)
+	rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
+	var dropped uint64
+	for _, r := range reqs {
+		if validHost(r.Host) != nil || inflight.Get([]byte(r.Host)) != nil {
+			continue
+		}
+		n := getU64(issued, r.Host)
+		if b.limits.HostBudget > 0 && n >= uint64(b.limits.HostBudget) {
+			d, err := dropQueue(queue, r.Host)
+			if err != nil {
+				return nil, err
+			}
+			dropped += uint64(d)
+			continue
+		}
+		key, val := queueHead(queue, r.Host)
+		if key == nil {
+			continue
+		}
+		var q Queued
+		if err := json.Unmarshal(val, &q); err != nil {
+			return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
+		}
+		in := newInFlight(p, q, r)
+		data, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		if err := queue.Delete(slices.Clone(key)); err != nil {
+			return nil, err
+		}
+		if err := inflight.Put([]byte(r.Host), data); err != nil {
+			return nil, err
+		}
+		if err := issued.Put([]byte(r.Host), be64(n+1)); err != nil {
+			return nil, err
+		}
+		if err := rest.Delete([]byte(r.Host)); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	n := uint64(len(out))
+	return out, putMeta(meta,
+		kv{metaQueued, getU64(meta, metaQueued) - n - dropped},
+		kv{metaDropped, getU64(meta, metaDropped) + dropped},
+		kv{metaInFlight, getU64(meta, metaInFlight) + n},
+	)
 }
 
 // Expire handles a task whose lease ran out; see Frontier.Expire.

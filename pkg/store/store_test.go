@@ -35,6 +35,7 @@ func runSuite(t *testing.T, newStore backend) {
 		{"ScanCount", testScanCount},
 		{"SeenFormat", testSeenFormat},
 		{"ApplyReplay", testApplyReplay},
+		{"Step", testStep},
 		{"IntakeLog", testIntakeLog},
 		{"FIFO", testFIFO},
 		{"Order", testOrder},

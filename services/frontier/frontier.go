@@ -4,14 +4,16 @@
 // state, so nothing here needs a lock.
 //
 // Intake (new URLs from dedup, finished tasks from fetchers) arrives on one
-// consumer per partition. A batch is applied to the store in one atomic step,
-// then its stream sequences are written to the partition's intake log, then
-// it is acked. A redelivered message found in the log was applied before (its
-// ack was lost) and is skipped. A plain "highest sequence applied" watermark
-// would not do: JetStream redelivers an unacked message after its ack wait,
-// possibly after newer ones were applied. A crash between the apply and the
-// log write replays one batch (its URLs queued twice, never lost). Failed
-// store writes are retried in place, holding the messages.
+// consumer per partition. A batch is applied in memory, then to the store in
+// one step (store.Step) that also writes its stream sequences to the
+// partition's intake log and pops the hosts it made due, so a finished fetch
+// and the host's next task cost one commit; then it is acked. A redelivered
+// message found in the log was applied before (its ack was lost) and is
+// skipped. A plain "highest sequence applied" watermark would not do:
+// JetStream redelivers an unacked message after its ack wait, possibly after
+// newer ones were applied. On a store whose step is not atomic (Redis), a
+// crash between its parts replays one batch (its URLs queued twice, never
+// lost). Failed store writes are retried in place, holding the messages.
 package frontier
 
 import (
@@ -435,14 +437,30 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		for i, fd := range done {
 			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, now)}
 		}
-		var ok bool
+		// Memory first, so the hosts this batch frees can be popped in
+		// the same write: a finished fetch and the host's next task cost
+		// one commit. If the write fails the partition restarts and
+		// reloads; if the store was ahead, it reloads here.
+		pt.remember(enq, done, freed, now)
+		due, err := pt.due(ctx, now)
+		if err != nil {
+			return err
+		}
+		floor := uint64(0)
+		if pt.batches++; pt.batches%256 == 0 {
+			if ci, err := pt.cons.Info(ctx); err == nil {
+				floor = ci.AckFloor.Stream
+			}
+		}
+		req := store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: pt.issues(due, now)}
+		var res store.StepResult
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
-			ok, err = pt.s.o.Store.Apply(ctx, pt.p, pt.applied+1, enq, freed)
+			res, err = store.Step(ctx, pt.s.o.Store, pt.p, req)
 			return err
 		}); err != nil {
 			return err
 		}
-		if !ok {
+		if !res.Applied {
 			// The store is ahead of memory: another owner applied
 			// batches. Trust the store, and see the batch again.
 			pt.log.Warn("store ahead of memory; reloading")
@@ -450,7 +468,9 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			return pt.load(ctx)
 		}
 		pt.applied++
-		pt.remember(enq, done, freed, now)
+		if err := pt.issued(ctx, due, res.Tasks, now); err != nil {
+			return err
+		}
 		for _, fd := range again {
 			// Not a lost task: put the URL back whatever its attempts.
 			if h := pt.hosts[fd.Host]; h != nil {
@@ -460,19 +480,6 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
 				return err
 			}
-		}
-		// A crash right here replays the batch: its URLs are queued twice
-		// (fetched twice at worst), never lost.
-		floor := uint64(0)
-		if pt.batches++; pt.batches%256 == 0 {
-			if ci, err := pt.cons.Info(ctx); err == nil {
-				floor = ci.AckFloor.Stream
-			}
-		}
-		if err := bus.Retry(ctx, "write intake log", pt.log.Warn, hold, func() error {
-			return pt.s.o.Store.MarkApplied(ctx, pt.p, seqs, floor)
-		}); err != nil {
-			return err
 		}
 	}
 	for _, m := range keep {
@@ -627,8 +634,25 @@ func (pt *partition) expireLeases(ctx context.Context, now time.Time) error {
 
 // issueDue issues one task for every host whose politeness gap has passed.
 func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
+	due, err := pt.due(ctx, now)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	var tasks []store.InFlight
+	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
+		tasks, err = pt.s.o.Store.Pop(ctx, pt.p, pt.issues(due, now))
+		return err
+	}); err != nil {
+		return err
+	}
+	return pt.issued(ctx, due, tasks, now)
+}
+
+// due takes the hosts whose politeness gap has passed (or ends within
+// IssueAhead) off the ready heap, within the crawl's page budget.
+func (pt *partition) due(ctx context.Context, now time.Time) ([]string, error) {
 	if pt.budgetOut {
-		return nil
+		return nil, nil
 	}
 	var due []string
 	horizon := now.Add(pt.s.o.IssueAhead)
@@ -648,26 +672,29 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 		// A host with nothing queued whose gap is still running stays
 		// known (unscheduled) until a URL arrives; gauge forgets it later.
 	}
-	if len(due) == 0 {
-		return nil
+	if len(due) == 0 || pt.s.o.MaxPages <= 0 {
+		return due, nil
 	}
-	if pt.s.o.MaxPages > 0 {
-		var granted int
-		if err := bus.Retry(ctx, "take budget", pt.log.Warn, nil, func() (err error) {
-			granted, err = pt.s.o.Store.TakeBudget(ctx, len(due), pt.s.o.MaxPages)
-			return err
-		}); err != nil {
-			return err
-		}
-		if granted < len(due) {
-			pt.budgetOut = true
-			pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
-			for _, name := range due[granted:] {
-				pt.schedule(pt.hosts[name], now)
-			}
-			due = due[:granted]
-		}
+	var granted int
+	if err := bus.Retry(ctx, "take budget", pt.log.Warn, nil, func() (err error) {
+		granted, err = pt.s.o.Store.TakeBudget(ctx, len(due), pt.s.o.MaxPages)
+		return err
+	}); err != nil {
+		return nil, err
 	}
+	if granted < len(due) {
+		pt.budgetOut = true
+		pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
+		for _, name := range due[granted:] {
+			pt.schedule(pt.hosts[name], now)
+		}
+		due = due[:granted]
+	}
+	return due, nil
+}
+
+// issues are the store's pop requests for the due hosts.
+func (pt *partition) issues(due []string, now time.Time) []store.Issue {
 	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
 	reqs := make([]store.Issue, len(due))
 	for i, name := range due {
@@ -677,12 +704,14 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
 		}
 	}
-	var tasks []store.InFlight
-	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
-		tasks, err = pt.s.o.Store.Pop(ctx, pt.p, reqs)
-		return err
-	}); err != nil {
-		return err
+	return reqs
+}
+
+// issued records the tasks popped for the due hosts in memory and publishes
+// them.
+func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InFlight, now time.Time) error {
+	if len(due) == 0 {
+		return nil
 	}
 	issued := make(map[string]bool, len(tasks))
 	for i := range tasks {
