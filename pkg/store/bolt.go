@@ -32,6 +32,7 @@ import (
 // durable (fsynced) when it returns.
 type Bolt struct {
 	db     *bolt.DB
+	writes *groupCommit
 	limits Limits
 }
 
@@ -88,9 +89,7 @@ func OpenBolt(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
-	// Batches: see update. Short, because a lone caller waits this long.
-	db.MaxBatchDelay = 2 * time.Millisecond
-	return &Bolt{db: db}, nil
+	return &Bolt{db: db, writes: &groupCommit{db: db}}, nil
 }
 
 // Close closes the file; later calls return ErrClosed.
@@ -558,13 +557,17 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 }
 
 // update and view map bbolt's "not open" to ErrClosed.
-// update runs fn in a write transaction shared with the concurrent callers
-// of the last few milliseconds (bbolt's Batch): the 32 frontier partitions
-// and dedup of the all-in-one mode then pay one fsync per batch instead of
-// one each, which was most of their time. fn may run more than once (when
-// another fn of the batch fails), so it must set its results afresh.
-func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.db.Batch(fn)) }
+// update runs fn in a write transaction shared with the callers waiting
+// meanwhile (groupCommit): the 32 frontier partitions and dedup of the
+// all-in-one mode pay one fsync per group instead of one each, and a lone
+// caller does not wait for company. fn may run more than once (when another
+// fn of its group fails), so it must set its results afresh.
+func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.writes.update(fn)) }
 func (b *Bolt) view(fn func(*bolt.Tx) error) error   { return boltErr(b.db.View(fn)) }
+
+// Commits counts the write transactions committed since the store opened
+// (each one fsync pair), for trawler_store_commits_total.
+func (b *Bolt) Commits() int64 { return b.writes.commits.Load() }
 
 func boltErr(err error) error {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
