@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
-	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/services/archive"
 	"github.com/trawlerhq/trawler/services/fetcher"
@@ -105,9 +100,11 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	if err := startHeartbeat(runCtx, d, arch != nil); err != nil {
 		log.Warn("no heartbeat: trawler status cannot attach to this crawl", "err", err)
 	}
-	var out *outWriter
+	var out *archive.Out
 	if cfg.Out != "" {
-		if out, err = startOut(runCtx, d, cfg.Out); err != nil {
+		out, err = archive.StartOut(runCtx, archive.OutOptions{JS: d.JS, Names: d.Names, Path: cfg.Out,
+			Log: d.Log.With("service", "out"), Registerer: d.Registry})
+		if err != nil {
 			return Summary{}, err
 		}
 	}
@@ -134,7 +131,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	stop() // services finish the work in hand, ack it and return
 	wg.Wait()
 	if out != nil {
-		if err := out.finish(waitErr == nil); err != nil {
+		if err := out.Finish(waitErr == nil); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -181,158 +178,6 @@ func startArchive(ctx context.Context, d *Deps) (*archive.Archive, error) {
 		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
 		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
 	})
-}
-
-// outWriter is a tap on pages.parsed that appends one JSON line per fetched
-// URL to a file. It writes effectively once: after each batch it records, in
-// a checkpoint file beside the output, the last stream sequence written and
-// the file's size. On start it cuts the file back to the checkpointed size
-// (dropping a batch cut short by a crash, which JetStream redelivers) and
-// skips messages at or below the checkpointed sequence.
-type outWriter struct {
-	f    *os.File
-	ckpt string
-	pos  outCheckpoint
-	cons jetstream.Consumer
-	done chan struct{}
-	quit context.CancelFunc
-	err  error
-}
-
-type outCheckpoint struct {
-	Seq  uint64 `json:"seq"`
-	Size int64  `json:"size"`
-}
-
-func startOut(ctx context.Context, d *Deps, path string) (*outWriter, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	o := &outWriter{f: f, ckpt: path + ".checkpoint", done: make(chan struct{})}
-	if err := o.recover(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	o.cons, err = d.JS.CreateOrUpdateConsumer(ctx, d.Names.StreamParsed(), jetstream.ConsumerConfig{
-		Durable: "out", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4096, AckWait: 30 * time.Second,
-		FilterSubject: d.Names.PagesParsed(),
-	})
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--out consumer: %w", err)
-	}
-	octx, quit := context.WithCancel(context.WithoutCancel(ctx))
-	msgs, err := bus.PullBatches(octx, o.cons, 1024)
-	if err != nil {
-		quit()
-		f.Close()
-		return nil, err
-	}
-	o.quit = quit
-	go o.loop(octx, msgs)
-	return o, nil
-}
-
-// recover reads the checkpoint and cuts off what was written after it.
-func (o *outWriter) recover() error {
-	fi, err := o.f.Stat()
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	data, err := os.ReadFile(o.ckpt)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		o.pos = outCheckpoint{Size: fi.Size()} // a file of the user's: append to it
-	case err != nil:
-		return fmt.Errorf("--out checkpoint: %w", err)
-	default:
-		if err := json.Unmarshal(data, &o.pos); err != nil {
-			return fmt.Errorf("--out checkpoint %s: %w (delete it to start the file afresh)", o.ckpt, err)
-		}
-	}
-	if fi.Size() < o.pos.Size {
-		return fmt.Errorf("--out: %s is shorter (%d bytes) than its checkpoint says (%d); was it edited? delete %s to start afresh",
-			o.f.Name(), fi.Size(), o.pos.Size, o.ckpt)
-	}
-	if err := o.f.Truncate(o.pos.Size); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	_, err = o.f.Seek(o.pos.Size, io.SeekStart)
-	return err
-}
-
-func (o *outWriter) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
-	defer close(o.done)
-	for {
-		batch := bus.Batch(ctx, msgs, 1024)
-		if batch == nil {
-			return
-		}
-		if err := o.write(batch); err != nil {
-			o.err = err
-			return
-		}
-		for _, m := range batch {
-			_ = m.Ack()
-		}
-	}
-}
-
-func (o *outWriter) write(batch []jetstream.Msg) error {
-	var buf []byte
-	next := o.pos
-	for _, m := range batch {
-		md, err := m.Metadata()
-		if err != nil || md.Sequence.Stream <= o.pos.Seq {
-			continue // written before the last stop
-		}
-		next.Seq = md.Sequence.Stream
-		var p messages.Parsed
-		if err := messages.Decode(m.Data(), &p); err != nil {
-			continue // not a document we can write; nothing to gain by retrying
-		}
-		line, _ := json.Marshal(p)
-		buf = append(append(buf, line...), '\n')
-	}
-	if next.Seq == o.pos.Seq {
-		return nil
-	}
-	if _, err := o.f.Write(buf); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := o.f.Sync(); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	next.Size = o.pos.Size + int64(len(buf))
-	data, _ := json.Marshal(next)
-	tmp := o.ckpt + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("--out checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp, o.ckpt); err != nil {
-		return fmt.Errorf("--out checkpoint: %w", err)
-	}
-	o.pos = next
-	return nil
-}
-
-// finish waits, when drain is set, until every parsed page is written, then
-// closes the file.
-func (o *outWriter) finish(drain bool) error {
-	for drain && o.err == nil {
-		ci, err := o.cons.Info(context.Background())
-		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	o.quit()
-	<-o.done
-	if err := o.f.Close(); err != nil && o.err == nil {
-		o.err = err
-	}
-	return o.err
 }
 
 // progress draws one live status line: a rewritten line on a terminal, a

@@ -87,6 +87,38 @@ func consumerConfig(name, subject string) jetstream.ConsumerConfig {
 // batchMax bounds the messages written between two syncs.
 const batchMax = 512
 
+// syncEvery is the longest a message waits for the rest of its batch: a
+// sink syncs its file (and acknowledges) once per batch, so under a steady
+// flow of pages it syncs at most every syncEvery instead of once per page
+// or two.
+const syncEvery = 250 * time.Millisecond
+
+// gather waits for a first message, then collects more until max messages
+// or linger after the first, or until in closes or ctx ends; nil when ctx
+// ended or in closed before a first message.
+func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.Duration) []jetstream.Msg {
+	batch := bus.Batch(ctx, in, max)
+	if batch == nil || len(batch) >= max || linger <= 0 {
+		return batch
+	}
+	t := time.NewTimer(linger)
+	defer t.Stop()
+	for len(batch) < max {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return batch
+			}
+			batch = bus.Drain(in, append(batch, m), max)
+		case <-t.C:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
+
 // writer is what a sink loop drives: write a batch (returning the messages
 // that cannot be archived, with why), make it durable, rotate, finish.
 type writer interface {
@@ -108,7 +140,7 @@ func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetter
 	go func() {
 		defer close(batches)
 		for {
-			b := bus.Batch(ctx, msgs, batchMax)
+			b := gather(ctx, msgs, batchMax, syncEvery)
 			if b == nil {
 				return
 			}

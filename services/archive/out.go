@@ -1,0 +1,361 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// ConsumerOut is the durable consumer of `trawler run --out`.
+const ConsumerOut = "out"
+
+// Defaults of OutOptions.
+const (
+	DefaultOutEvery    = 250 * time.Millisecond
+	DefaultOutMaxBatch = 1024
+	// DefaultOutAckWait is short because the writer is the consumer's only
+	// reader: what waits for it is a batch a crash left unacknowledged,
+	// and the end of the next run waits for that batch. A redelivery while
+	// the batch is still being written is harmless: the checkpoint skips it.
+	DefaultOutAckWait = 5 * time.Second
+)
+
+// OutOptions configure the --out file of `trawler run`.
+type OutOptions struct {
+	JS    jetstream.JetStream
+	Names subjects.Names
+	Path  string // the output file; its checkpoint is Path + ".checkpoint"
+	// Every is the longest a parsed page waits for the rest of its batch
+	// (DefaultOutEvery); a batch also ends at MaxBatch messages
+	// (DefaultOutMaxBatch). Each batch costs three fsyncs: the lines, the
+	// checkpoint and its directory.
+	Every    time.Duration
+	MaxBatch int
+	// AckWait is the consumer's: how long a batch lost in a crash waits
+	// before JetStream delivers it again (DefaultOutAckWait).
+	AckWait    time.Duration
+	Log        *slog.Logger
+	Registerer prometheus.Registerer // trawler_out_lines_total, trawler_out_checkpoints_total
+}
+
+// Out is a tap on pages.parsed that appends one JSON line (messages.Parsed)
+// per fetched URL to a file, effectively once. It writes by the batch: the
+// lines of up to Every (or MaxBatch messages), one fsync, then a checkpoint
+// beside the output recording the file's size and which stream sequences it
+// holds, then the acks. On start it cuts the file back to the checkpointed
+// size, dropping a batch a crash cut short (written but not checkpointed, so
+// not acknowledged either: JetStream delivers it again), and it skips the
+// messages the checkpoint holds (checkpointed, but their acks were lost).
+//
+// The checkpoint names the sequences, not a high-water mark: a batch lost in
+// a crash comes back only after its ack wait, when the next run has written
+// newer pages, so "at or below the last sequence written" would drop it.
+type Out struct {
+	o    OutOptions
+	f    *os.File
+	ckpt string
+	pos  outCheckpoint
+	cons jetstream.Consumer
+	done chan struct{}
+	quit context.CancelFunc
+	err  error
+
+	Lines       atomic.Int64 // lines written
+	Checkpoints atomic.Int64 // batches made durable
+
+	// crash, when set, runs between a batch's synced lines and its
+	// checkpoint; an error stops the writer there, as a crash would.
+	crash func() error
+}
+
+// outCheckpoint is the --out file's checkpoint: its size and the stream
+// sequences written, as Seq (every message at or below it is handled: the
+// consumer's ack floor, which passes a message only after its checkpoint)
+// and Above (the sequences written above Seq, ascending).
+type outCheckpoint struct {
+	Seq   uint64   `json:"seq"`
+	Size  int64    `json:"size"`
+	Above []uint64 `json:"above,omitempty"`
+}
+
+// has reports whether sequence seq is in the file already.
+func (c *outCheckpoint) has(seq uint64) bool {
+	if seq <= c.Seq {
+		return true
+	}
+	_, found := slices.BinarySearch(c.Above, seq)
+	return found
+}
+
+// raise moves Seq up to floor and forgets the sequences it passes.
+func (c *outCheckpoint) raise(floor uint64) {
+	if floor <= c.Seq {
+		return
+	}
+	c.Seq = floor
+	i, _ := slices.BinarySearch(c.Above, floor+1)
+	c.Above = slices.Delete(c.Above, 0, i)
+}
+
+// StartOut opens (or resumes) the output file and starts writing.
+func StartOut(ctx context.Context, o OutOptions) (*Out, error) {
+	w, err := openOut(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.start(ctx); err != nil {
+		w.f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// openOut opens the file and applies its checkpoint.
+func openOut(o OutOptions) (*Out, error) {
+	if o.Every <= 0 {
+		o.Every = DefaultOutEvery
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultOutMaxBatch
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultOutAckWait
+	}
+	f, err := os.OpenFile(o.Path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	w := &Out{o: o, f: f, ckpt: o.Path + ".checkpoint", done: make(chan struct{})}
+	if err := w.recover(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	bus.RegisterCounters(o.Registerer, "out",
+		bus.Counter{Name: "lines_total", Help: "Lines written to the --out file.", Value: &w.Lines},
+		bus.Counter{Name: "checkpoints_total", Help: "Batches of the --out file made durable (fsync and checkpoint).", Value: &w.Checkpoints},
+	)
+	return w, nil
+}
+
+func (w *Out) start(ctx context.Context) error {
+	var err error
+	w.cons, err = w.o.JS.CreateOrUpdateConsumer(ctx, w.o.Names.StreamParsed(), jetstream.ConsumerConfig{
+		Durable: ConsumerOut, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4 * w.o.MaxBatch, AckWait: w.o.AckWait,
+		FilterSubject: w.o.Names.PagesParsed(),
+	})
+	if err != nil {
+		return fmt.Errorf("--out consumer: %w", err)
+	}
+	octx, quit := context.WithCancel(context.WithoutCancel(ctx))
+	msgs, err := bus.PullBatches(octx, w.cons, w.o.MaxBatch)
+	if err != nil {
+		quit()
+		return err
+	}
+	w.quit = quit
+	go w.loop(octx, msgs)
+	return nil
+}
+
+// recover reads the checkpoint and cuts off what was written after it.
+func (w *Out) recover() error {
+	removeStaleTemps(w.ckpt)
+	fi, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	data, err := os.ReadFile(w.ckpt)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		w.pos = outCheckpoint{Size: fi.Size()} // a file of the user's: append to it
+	case err != nil:
+		return fmt.Errorf("--out checkpoint: %w", err)
+	default:
+		if err := json.Unmarshal(data, &w.pos); err != nil {
+			return fmt.Errorf("--out checkpoint %s: %w (delete it to start the file afresh)", w.ckpt, err)
+		}
+	}
+	if fi.Size() < w.pos.Size {
+		return fmt.Errorf("--out: %s is shorter (%d bytes) than its checkpoint says (%d); was it edited? delete %s to start afresh",
+			w.f.Name(), fi.Size(), w.pos.Size, w.ckpt)
+	}
+	if cut := fi.Size() - w.pos.Size; cut > 0 && w.o.Log != nil {
+		w.o.Log.Info("--out: dropped the lines of a batch written but not checkpointed; they are written again",
+			"file", w.f.Name(), "bytes", cut)
+	}
+	if err := w.f.Truncate(w.pos.Size); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	_, err = w.f.Seek(w.pos.Size, io.SeekStart)
+	return err
+}
+
+func (w *Out) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
+	defer close(w.done)
+	for {
+		batch := gather(ctx, msgs, w.o.MaxBatch, w.o.Every)
+		if batch == nil {
+			return
+		}
+		if err := w.write(batch); err != nil {
+			w.err = err
+			return
+		}
+		for _, m := range batch {
+			_ = m.Ack()
+		}
+	}
+}
+
+// write appends the batch's lines, syncs them, then checkpoints.
+func (w *Out) write(batch []jetstream.Msg) error {
+	var buf []byte
+	var seqs []uint64
+	n := 0
+	for _, m := range batch {
+		md, err := m.Metadata()
+		if err != nil || w.pos.has(md.Sequence.Stream) || slices.Contains(seqs, md.Sequence.Stream) {
+			continue // written before
+		}
+		seqs = append(seqs, md.Sequence.Stream)
+		var p messages.Parsed
+		if err := messages.Decode(m.Data(), &p); err != nil {
+			continue // not a document we can write; nothing to gain by retrying
+		}
+		line, _ := json.Marshal(p)
+		buf = append(append(buf, line...), '\n')
+		n++
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	if _, err := w.f.Write(buf); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if w.crash != nil {
+		if err := w.crash(); err != nil {
+			return err
+		}
+	}
+	next := outCheckpoint{Seq: w.pos.Seq, Size: w.pos.Size + int64(len(buf))}
+	next.Above = append(slices.Clone(w.pos.Above), seqs...)
+	slices.Sort(next.Above)
+	if ci, err := w.cons.Info(context.Background()); err == nil {
+		next.raise(ci.AckFloor.Stream) // acked: checkpointed earlier
+	}
+	data, _ := json.Marshal(next)
+	if err := replaceFile(w.ckpt, data); err != nil {
+		return fmt.Errorf("--out checkpoint: %w", err)
+	}
+	w.pos = next
+	w.Lines.Add(int64(n))
+	w.Checkpoints.Add(1)
+	return nil
+}
+
+// Finish waits, when drain is set, until every parsed page is written, then
+// stops and closes the file.
+func (w *Out) Finish(drain bool) error {
+	for drain {
+		ci, err := w.cons.Info(context.Background())
+		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+			break
+		}
+		select {
+		case <-w.done: // stopped on an error
+			drain = false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	w.quit()
+	<-w.done
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// replaceFile durably replaces path with data: a new temporary file beside
+// it (os.CreateTemp: O_EXCL, a random name, so nothing planted there, such as
+// a symlink, is followed), synced, renamed over path, then the directory
+// synced so the rename itself survives a power loss.
+func replaceFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o644)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// removeStaleTemps deletes the temporary files replaceFile(path) left when
+// the process died between creating one and renaming it.
+func removeStaleTemps(path string) {
+	dir, base := filepath.Dir(path), filepath.Base(path)+"."
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if len(name) > len(base)+len(".tmp") && name[:len(base)] == base && filepath.Ext(name) == ".tmp" &&
+			allDigits(name[len(base):len(name)-len(".tmp")]) {
+			os.Remove(filepath.Join(dir, name)) // a symlink is removed, not followed
+		}
+	}
+}
+
+// allDigits reports whether s is os.CreateTemp's random part.
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

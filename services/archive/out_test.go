@@ -1,0 +1,271 @@
+package archive
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+func publishParsed(t *testing.T, js jetstream.JetStream, names subjects.Names, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		doc, _ := json.Marshal(messages.Parsed{V: messages.Version, URL: fmt.Sprintf("http://a.test/%d", i), Status: 200, Outlinks: []string{}})
+		testbus.Publish(t, js, names.PagesParsed(), doc)
+	}
+}
+
+// outURLs reads the output file: URL -> lines.
+func outURLs(t *testing.T, path string) map[string]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p messages.Parsed
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got[p.URL]++
+	}
+	return got
+}
+
+func wantEachOnce(t *testing.T, path string, n int) {
+	t.Helper()
+	got := outURLs(t, path)
+	for i := range n {
+		u := fmt.Sprintf("http://a.test/%d", i)
+		if got[u] != 1 {
+			t.Errorf("%s: %d lines, want 1", u, got[u])
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d URLs in the file, want %d", len(got), n)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func outOptions(js jetstream.JetStream, names subjects.Names, path string) OutOptions {
+	return OutOptions{JS: js, Names: names, Path: path, Every: 20 * time.Millisecond, AckWait: time.Second}
+}
+
+// A crash after a batch's lines reached the file but before its checkpoint:
+// the batch was not acknowledged, so JetStream delivers it again, and the
+// next writer cuts the lines off before writing them again. Each URL ends up
+// in the file once.
+func TestOutRedoneBatchWritesNoDuplicate(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	ctx := context.Background()
+
+	w, err := openOut(outOptions(js, names, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	errCrash := errors.New("crash")
+	w.crash = func() error {
+		if armed.Load() {
+			return errCrash
+		}
+		return nil
+	}
+	if err := w.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	publishParsed(t, js, names, 0, 10)
+	waitFor(t, "the first batches", func() bool { return w.Lines.Load() == 10 })
+	armed.Store(true)
+	publishParsed(t, js, names, 10, 25)
+	<-w.done // the crash stopped the writer
+	if err := w.Finish(false); !errors.Is(err, errCrash) {
+		t.Fatalf("Finish: %v, want the crash", err)
+	}
+	if got := outURLs(t, path); len(got) <= 10 {
+		t.Fatalf("the crashed batch left %d URLs in the file; the test wants it written and not checkpointed", len(got))
+	}
+
+	// The next writer gets newer pages first and the crashed batch only
+	// after its ack wait: the batch must not be taken for written because
+	// higher sequences were checkpointed meanwhile.
+	w2, err := StartOut(ctx, outOptions(js, names, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishParsed(t, js, names, 25, 40)
+	waitFor(t, "the new pages and the redelivered batch", func() bool { return w2.Lines.Load() == 30 })
+	if err := w2.Finish(true); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, path, 40)
+}
+
+// A crash after the checkpoint but before the acks reached JetStream: the
+// batch comes again and is skipped. Deleting the consumer replays the whole
+// stream, which is the same case for every message.
+func TestOutCheckpointedBatchIsNotWrittenAgain(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	ctx := context.Background()
+	w, err := StartOut(ctx, outOptions(js, names, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishParsed(t, js, names, 0, 30)
+	waitFor(t, "30 lines", func() bool { return w.Lines.Load() == 30 })
+	if err := w.Finish(true); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Checkpoints.Load(); n < 1 || n > 30 {
+		t.Errorf("%d checkpoints for 30 lines", n)
+	}
+	if err := js.DeleteConsumer(ctx, names.StreamParsed(), ConsumerOut); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := StartOut(ctx, outOptions(js, names, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishParsed(t, js, names, 30, 35)
+	waitFor(t, "the 5 new lines", func() bool { return w2.Lines.Load() == 5 })
+	if err := w2.Finish(true); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, path, 35)
+}
+
+// Issue 19 #9: the checkpoint used to be written through the fixed name
+// PATH.checkpoint.tmp, following a symlink planted there and overwriting its
+// target. Now the temporary file has a fresh name, created exclusively.
+func TestOutCheckpointDoesNotFollowPlantedSymlink(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pages.jsonl")
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path+".checkpoint.tmp"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := StartOut(context.Background(), outOptions(js, names, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishParsed(t, js, names, 0, 3)
+	waitFor(t, "3 lines", func() bool { return w.Lines.Load() == 3 })
+	if err := w.Finish(true); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "precious\n" {
+		t.Errorf("the symlink's target was overwritten: %q", data)
+	}
+	var ck outCheckpoint
+	data, err := os.ReadFile(path + ".checkpoint")
+	if err != nil || json.Unmarshal(data, &ck) != nil || !ck.has(1) || !ck.has(3) || ck.has(4) {
+		t.Errorf("checkpoint %q (%v), want sequences 1-3", data, err)
+	}
+	if fi, err := os.Lstat(path + ".checkpoint"); err != nil || fi.Mode()&os.ModeSymlink != 0 || fi.Mode().Perm() != 0o644 {
+		t.Errorf("checkpoint file: %v, %v", fi.Mode(), err)
+	}
+	wantEachOnce(t, path, 3)
+}
+
+// replaceFile replaces a symlink at the path itself instead of writing
+// through it, and recovery removes only its own leftover temporaries (a
+// symlink among them as a link, never its target).
+func TestReplaceFileAndStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "x.checkpoint")
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceFile(path, []byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "precious\n" {
+		t.Errorf("victim overwritten: %q", data)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"seq":1}` {
+		t.Errorf("checkpoint %q", data)
+	}
+	stale := filepath.Join(dir, "x.checkpoint.12345.tmp")
+	if err := os.Symlink(victim, stale); err != nil {
+		t.Fatal(err)
+	}
+	keep := []string{"x.checkpoint.tmp", "x.checkpoint.abc.tmp", "y.checkpoint.1.tmp"}
+	for _, k := range keep {
+		if err := os.WriteFile(filepath.Join(dir, k), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleTemps(path)
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temporary left: %v", err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "precious\n" {
+		t.Errorf("victim touched: %q", data)
+	}
+	for _, k := range keep {
+		if _, err := os.Stat(filepath.Join(dir, k)); err != nil {
+			t.Errorf("%s removed: %v", k, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1+len(keep) {
+		t.Errorf("directory holds %d entries, want %d", len(entries), 1+len(keep))
+	}
+}
+
+func TestOutCheckpointSequences(t *testing.T) {
+	var old outCheckpoint // written by versions before the sequence list
+	if err := json.Unmarshal([]byte(`{"seq":7,"size":100}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.has(1) || !old.has(7) || old.has(8) {
+		t.Errorf("old checkpoint %+v", old)
+	}
+	c := outCheckpoint{Seq: 3, Above: []uint64{5, 6, 9, 12}}
+	for seq, want := range map[uint64]bool{1: true, 3: true, 4: false, 5: true, 7: false, 9: true, 12: true, 13: false} {
+		if c.has(seq) != want {
+			t.Errorf("has(%d) = %v", seq, !want)
+		}
+	}
+	c.raise(2)
+	c.raise(9)
+	if c.Seq != 9 || !slices.Equal(c.Above, []uint64{12}) || !c.has(7) {
+		t.Errorf("after raise(9): %+v", c)
+	}
+}
