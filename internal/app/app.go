@@ -138,6 +138,10 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	if err != nil {
 		return nil, err
 	}
+	if d.Config.PartitionCount, err = settleRunPartitions(cfg); err != nil {
+		return nil, err
+	}
+	cfg = d.Config
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--data-dir: %w", err)
 	}
@@ -149,6 +153,7 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	}
 	d.Store = st
 	d.closers = append(d.closers, st.Close)
+	d.Registry.MustRegister(st.Collectors()...) // trawler_store_commits_total, _writes_total
 	ns, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen})
 	if err != nil {
 		d.Close()

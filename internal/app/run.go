@@ -49,6 +49,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	if err != nil {
 		return Summary{}, err
 	}
+	cfg.PartitionCount = d.Config.PartitionCount // the data dir's (crawl.json)
 	defer d.Close()
 
 	seeds, err := cfg.AllSeeds()

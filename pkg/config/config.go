@@ -44,10 +44,13 @@ type Config struct {
 	LogFormat     string // --log-format: text or json, default text
 
 	// Partitioning.
-	PartitionCount    int           // --partition-count: P, fixed for the life of a crawl, default 32
+	PartitionCount    int           // --partition-count: P, fixed for the life of a crawl, default 32 (run: 4 for a new data dir)
 	Partitions        string        // --partitions: owned partitions, e.g. "0-7,12" (default: all in run, automatic leases in cluster services)
 	PartitionLeaseTTL time.Duration // --partition-lease-ttl: lifetime of a partition lease (automatic ownership), default 15s
 	Replicas          int           // --replicas: JetStream replicas of streams and buckets, default 1
+	// PartitionCountSet is true when --partition-count was given (flag,
+	// environment or config file): run then checks it against the data dir's.
+	PartitionCountSet bool
 
 	// Seeds and scope.
 	Seeds     []string // --seed (repeatable)
@@ -150,7 +153,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Prefix, "prefix", subjects.DefaultPrefix, "prefix of subjects, streams and store keys; lets several crawls share one NATS and Redis")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9090 (empty: off)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format on stderr: text (logfmt-like) or json (one object per line, for log collectors)")
-	fs.IntVar(&c.PartitionCount, "partition-count", 32, "number of host partitions P; fixed for the life of a crawl")
+	fs.IntVar(&c.PartitionCount, "partition-count", 32, "number of host partitions P; fixed for the life of a crawl (run: 4 for a new data dir, then the data dir's)")
 	fs.StringVar(&c.Partitions, "partitions", "", "partitions this replica owns, e.g. 0-7,12 (default: all in run; dedup and frontier services share them automatically through leases)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the crawl's JetStream streams and key-value buckets on a NATS cluster (3 survives the loss of a node; 1 on a single server)")
 	fs.DurationVar(&c.PartitionLeaseTTL, "partition-lease-ttl", 15*time.Second, "lifetime of a partition lease with automatic ownership: a dead replica's partitions move after at most this long")
@@ -228,6 +231,9 @@ func (c *Config) Parse(fs *flag.FlagSet, args []string) error {
 	); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { // ff sets environment and file values as flags too
+		c.PartitionCountSet = c.PartitionCountSet || f.Name == "partition-count"
+	})
 	return nil
 }
 
