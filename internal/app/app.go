@@ -153,7 +153,6 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	}
 	d.Store = st
 	d.closers = append(d.closers, st.Close)
-	d.Registry.MustRegister(st.Collectors()...) // trawler_store_commits_total, _writes_total
 	ns, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen})
 	if err != nil {
 		d.Close()
