@@ -18,16 +18,23 @@ var errInterrupted = app.ErrInterrupted
 // parse fills a Config for subcommand name; extra registers its own flags.
 func parse(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet("trawler "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print every flag on any mistake: say what is
+	// wrong in one line instead, and the whole help only when asked.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	own := map[string]bool{}
 	if extra != nil {
 		extra(fs)
+		fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	}
 	var cfg config.Config
 	if err := cfg.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			commandHelp(stderr, name, fs, own)
 			return cfg, fs, err
 		}
-		return cfg, fs, fmt.Errorf("%w: %v", errUsage, err)
+		fmt.Fprintf(stderr, "trawler %s: %v (see 'trawler help %s')\n", name, err, name)
+		return cfg, fs, errUsage
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "trawler:", err)

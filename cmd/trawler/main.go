@@ -25,17 +25,24 @@ type command struct {
 	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = []command{
-	{"run", "[flags]", "crawl with all four services in this process over an embedded NATS and store", runCmd},
-	{"fetcher", "[flags]", "run the fetcher service against an external NATS", serviceCmd("fetcher")},
-	{"parser", "[flags]", "run the parser service against an external NATS", serviceCmd("parser")},
-	{"dedup", "[flags]", "run the dedup service against an external NATS and Redis", serviceCmd("dedup")},
-	{"frontier", "[flags]", "run the frontier service against an external NATS and Redis", serviceCmd("frontier")},
-	{"seed", "[flags] URL...", "inject seed URLs (and their scope) into a running pipeline", seedCmd},
-	{"status", "[flags]", "show a crawl's health: replicas, rates, queues, errors, dedup hit rates; --watch, --json, --wait", statusCmd},
-	{"tap", "[flags] SUBJECT", "print the messages flowing on a subject without disturbing the crawl", tapCmd},
-	{"archive", "--out DIR", "write WARC files of fetched pages and JSON Lines of parsed pages (a service)", archiveCmd},
-	{"cachesim", "--trace FILE [flags]", "simulate the URL cache policies at many sizes on a recorded fingerprint trace", cachesimCmd},
+// commands is filled in init: the help command reads it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "[flags]", "crawl with all four services in this process over an embedded NATS and store", runCmd},
+		{"fetcher", "[flags]", "run the fetcher service against an external NATS", serviceCmd("fetcher")},
+		{"parser", "[flags]", "run the parser service against an external NATS", serviceCmd("parser")},
+		{"dedup", "[flags]", "run the dedup service against an external NATS and Redis", serviceCmd("dedup")},
+		{"frontier", "[flags]", "run the frontier service against an external NATS and Redis", serviceCmd("frontier")},
+		{"seed", "[flags] URL...", "inject seed URLs (and their scope) into a running pipeline", seedCmd},
+		{"status", "[flags]", "show a crawl's health: replicas, rates, queues, errors, dedup hit rates; --watch, --json, --wait", statusCmd},
+		{"tap", "[flags] SUBJECT", "print the messages flowing on a subject without disturbing the crawl", tapCmd},
+		{"archive", "--out DIR", "write WARC files of fetched pages and JSON Lines of parsed pages (a service)", archiveCmd},
+		{"cachesim", "--trace FILE [flags]", "simulate the URL cache policies at many sizes on a recorded fingerprint trace", cachesimCmd},
+		{"help", "[COMMAND|settings]", "show a command's flags and arguments, or every crawl setting", helpCmd},
+		{"version", "", "print the version and the revision this binary was built from", versionCmd},
+	}
 }
 
 // errUsage means the message was printed already; exit 2.
@@ -49,12 +56,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" {
+		args[0] = "version"
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -83,13 +93,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Trawler: a web crawl pipeline over NATS JetStream.")
-	fmt.Fprintln(w, "\nUsage: trawler <command> [flags]")
+	fmt.Fprintln(w, "\nUsage: trawler <command> [flags] [arguments]")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.help)
 	}
-	fmt.Fprintln(w, "\nEvery command accepts every crawl setting as a flag, a TRAWLER_* environment variable")
-	fmt.Fprintln(w, "or a key of the --config YAML file; see 'trawler run -h' and docs/configuration.md.")
+	fmt.Fprintln(w, "\n'trawler help COMMAND' shows a command's flags and arguments. Every command accepts every")
+	fmt.Fprintln(w, "crawl setting as a flag, a TRAWLER_* environment variable or a key of the --config YAML file:")
+	fmt.Fprintln(w, "'trawler help settings' lists them, docs/configuration.md explains them.")
 }
 
 // newLogger logs in cfg's --log-format; JSON records also name the crawl
@@ -103,5 +114,6 @@ func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
 	if err != nil { // Validate refused the format already; stay usable anyway
 		log, _ = logging.New(w, logging.Options{Debug: o.Debug})
 	}
+	logging.RouteLibraries(log)
 	return log
 }

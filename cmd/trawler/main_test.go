@@ -66,7 +66,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"crawl"}, 2, `unknown command "crawl"`},
 		{[]string{"run", "--scope", "planet", "--seed", "https://example.org/"}, 2, "--scope"},
 		{[]string{"run", "--no-such-flag"}, 2, "no-such-flag"},
-		{[]string{"run", "-h"}, 0, "-max-pages"},
+		{[]string{"run", "-h"}, 0, "--max-pages"},
+		{[]string{"help", "fetcher"}, 0, "--fetch-timeout"},
+		{[]string{"help", "seed"}, 0, "Usage: trawler seed [flags] URL..."},
+		{[]string{"help", "settings"}, 0, "-dedup-cache-size"},
+		{[]string{"help", "nope"}, 2, `unknown command "nope"`},
+		{[]string{"version"}, 0, "trawler "},
 		{[]string{"seed", "--nats", "nats://127.0.0.1:1"}, 2, "give seed URLs"},
 		{[]string{"run", "--data-dir", "", "--seed", "https://example.org/"}, 2, "--data-dir"},
 		{[]string{"run", "--data-dir", t.TempDir(), "--seed", "not a url"}, 1, "no valid seed"},
@@ -74,6 +79,36 @@ func TestUsageErrors(t *testing.T) {
 		code, stdout, stderr := trawler(t, tt.args...)
 		if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
 			t.Errorf("trawler %q: exit %d, want %d with %q\nstdout: %s\nstderr: %s", tt.args, code, tt.code, tt.want, stdout, stderr)
+		}
+	}
+}
+
+// Issue 18: every mistake in flags, environment or config file is one line
+// that names the source and what to do; nothing exits silently.
+func TestSettingErrorsAreOneReadableLine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	unknown := filepath.Join(dir, "unknown.yaml")
+	os.WriteFile(bad, []byte("max-pages: 10\nscope: [\n"), 0o600)
+	os.WriteFile(unknown, []byte("max-pages: 10\nmax-pagez: 3\n"), 0o600)
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"unknown flag", []string{"run", "--no-such-flag"}, "", "flag provided but not defined: -no-such-flag (see 'trawler help run')"},
+		{"YAML error", []string{"run", "--config", bad}, "", "--config " + bad + ": line 2: "},
+		{"unknown key", []string{"run", "--config", unknown}, "", `line 2: unknown setting "max-pagez" (did you mean "max-pages"?)`},
+		{"bad variable", []string{"run"}, "abc", `TRAWLER_MAX_PAGES="abc": not a valid value for --max-pages`},
+	} {
+		if tt.env != "" {
+			t.Setenv("TRAWLER_MAX_PAGES", tt.env)
+		}
+		code, stdout, stderr := trawler(t, tt.args...)
+		os.Unsetenv("TRAWLER_MAX_PAGES")
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
+			t.Errorf("%s: exit %d, want 2 and one line with %q\nstdout: %s\nstderr: %s", tt.name, code, tt.want, stdout, stderr)
 		}
 	}
 }

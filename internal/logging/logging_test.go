@@ -3,6 +3,7 @@ package logging
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -66,5 +67,17 @@ func TestTextIsDefaultAndDebugWorks(t *testing.T) {
 func TestUnknownFormatIsAnError(t *testing.T) {
 	if _, err := New(&bytes.Buffer{}, Options{Format: "xml"}); err == nil || !strings.Contains(err.Error(), "xml") {
 		t.Fatalf("err = %v, want one naming the format", err)
+	}
+}
+
+// go-redis's own log lines come out through our logger, with a level.
+func TestRouteLibraries(t *testing.T) {
+	var buf bytes.Buffer
+	log, _ := New(&buf, Options{Format: JSON})
+	redisLogger{log.With("lib", "go-redis")}.Printf(context.Background(), "redis: %s: connection pool: %v\n", "127.0.0.1:1", "dial refused")
+	out := buf.String()
+	if !strings.Contains(out, `"lib":"go-redis"`) || !strings.Contains(out, `"level":"WARN"`) ||
+		!strings.Contains(out, `"msg":"redis: 127.0.0.1:1: connection pool: dial refused"`) {
+		t.Fatalf("go-redis line not routed: %s", out)
 	}
 }

@@ -219,7 +219,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 
 // Parse registers the settings on fs and fills c from defaults, the config
 // file, TRAWLER_* environment variables and args, in rising precedence.
-// Keys in the config file that no flag knows are ignored.
+// A key of the config file that names no setting is an error (see
+// checkConfigKeys); errors name the flag, variable or file line at fault.
 func (c *Config) Parse(fs *flag.FlagSet, args []string) error {
 	c.Register(fs)
 	fs.String("config", "", "YAML config file with any of these settings (keys are flag names)")
@@ -229,6 +230,9 @@ func (c *Config) Parse(fs *flag.FlagSet, args []string) error {
 		ff.WithConfigFileParser(ffyaml.Parser),
 		ff.WithIgnoreUndefined(true),
 	); err != nil {
+		return parseError(err, fs)
+	}
+	if err := checkConfigKeys(fs); err != nil {
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { // ff sets environment and file values as flags too

@@ -23,7 +23,7 @@ func parse(t *testing.T, args []string) (Config, error) {
 func TestPrecedenceDefaultsFileEnvFlags(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "trawler.yaml")
 	yaml := "max-pages: 10\nmax-depth: 3\nscope: domain\npoliteness-delay: 2s\nseed:\n  - https://a.example/\n  - https://b.example/x,y\n" +
-		"unknown-key-for-another-tool: 1\nredis: 10.0.0.1:6379,10.0.0.2:6379\n"
+		"x-another-tool: 1\nredis: 10.0.0.1:6379,10.0.0.2:6379\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,20 @@ func TestPrecedenceDefaultsFileEnvFlags(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// A misspelt key would leave its setting at the default without a word:
+// refused, with its line and the nearest setting; x- keys are for others.
+func TestUnknownConfigKeysAreRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "trawler.yaml")
+	if err := os.WriteFile(file, []byte("max-pages: 10\npoliteness-dealy: 5s\nx-deploy-note: fine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := parse(t, []string{"--config", file})
+	if err == nil || !strings.Contains(err.Error(), `line 2: unknown setting "politeness-dealy" (did you mean "politeness-delay"?)`) ||
+		strings.Contains(err.Error(), "x-deploy-note") {
+		t.Fatalf("err = %v", err)
 	}
 }
 
