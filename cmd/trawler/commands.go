@@ -60,6 +60,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		opts.Progress = stderr
 	}
 	sum, err := app.RunAll(ctx, cfg, opts, log)
+	var finished *app.FinishedError
+	if errors.As(err, &finished) {
+		fmt.Fprintln(stderr, "trawler run:", err) // nothing to do is not a failure
+		return nil
+	}
 	if err != nil && !errors.Is(err, app.ErrInterrupted) {
 		return err
 	}
@@ -70,6 +75,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "results: %s\n", cfg.Out)
 	}
 	printSummary(stdout, sum, cfg.Archive)
+	for i, h := range sum.FailingHosts {
+		title := ""
+		if i == 0 {
+			title = "failing"
+		}
+		fmt.Fprintf(stdout, "  %-10s %s: %d of %d fetches got no response; last: %s\n", title, h.Host, h.Failures, h.Fetches, h.LastError)
+	}
 	return err
 }
 

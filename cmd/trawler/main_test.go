@@ -53,6 +53,16 @@ func TestRunCommandCrawlsAndReports(t *testing.T) {
 	if err != nil || strings.Count(string(data), "\n") != 3 {
 		t.Errorf("--out: %v\n%s", err, data)
 	}
+	// Issue 18: run again on the finished data dir: it says so, and how to go on.
+	code, stdout, stderr = trawler(t, "run", "--data-dir", filepath.Join(dir, "data"), "--progress=false")
+	if code != 0 || !strings.Contains(stderr, "is finished (3 pages over its life, nothing queued): add --seed URLs") {
+		t.Errorf("second run on the finished data dir: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	// A new data dir and no seed: an error, exit 1.
+	code, _, stderr = trawler(t, "run", "--data-dir", filepath.Join(dir, "empty"), "--progress=false")
+	if code != 1 || !strings.Contains(stderr, "no seed URL: give one as an argument, with --seed or --seeds-file") {
+		t.Errorf("run without seeds on a new data dir: exit %d, stderr %s", code, stderr)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

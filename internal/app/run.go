@@ -21,6 +21,25 @@ import (
 // ErrInterrupted is returned by RunAll when ctx ended before the crawl did.
 var ErrInterrupted = errors.New("crawl interrupted; run the same command again to resume")
 
+// ErrNoSeeds is returned by RunAll for a new data dir and no seed.
+var ErrNoSeeds = errors.New("no seed URL: give one as an argument, with --seed or --seeds-file")
+
+// FinishedError is returned by RunAll, before anything starts, when the data
+// dir holds a finished crawl and no seed was given: nothing is left to do.
+type FinishedError struct {
+	DataDir       string
+	Pages, Queued uint64
+}
+
+func (e *FinishedError) Error() string {
+	if e.Queued > 0 {
+		return fmt.Sprintf("the crawl in %s spent its --max-pages budget (%d pages over its life, %d URLs left queued): raise --max-pages to go on, add --seed URLs, or use a new --data-dir to start over",
+			e.DataDir, e.Pages, e.Queued)
+	}
+	return fmt.Sprintf("the crawl in %s is finished (%d pages over its life, nothing queued): add --seed URLs to extend it, or use a new --data-dir to start over",
+		e.DataDir, e.Pages)
+}
+
 // Summary is what a finished run reports.
 type Summary struct {
 	Fetched     int64         // responses received in this run
@@ -31,6 +50,9 @@ type Summary struct {
 	Elapsed     time.Duration // this run
 	// Counters are this run's trawler_* counters and gauges (heartbeat.Flatten).
 	Counters map[string]float64
+	// FailingHosts are the hosts with the most fetches without a response,
+	// and the last reason.
+	FailingHosts []fetcher.HostFailures
 }
 
 // RunOptions are the all-in-one mode's extras.
@@ -64,6 +86,8 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 			}
 			log.Warn("some seeds were skipped", "err", err)
 		}
+	} else if err := nothingToResume(ctx, d, cfg); err != nil {
+		return Summary{}, err
 	}
 
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -146,6 +170,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		Total: last.Pages.LastSeq, Queued: last.Queued(), DeadLetters: last.DeadLetters, Elapsed: time.Since(start),
 	}
 	sum.Counters, _ = heartbeat.Flatten(d.Registry)
+	sum.FailingHosts = fetch.FailingHosts(5)
 	select {
 	case err := <-runErr:
 		return sum, err
@@ -155,6 +180,24 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// nothingToResume tells, for a run without seeds, whether the data dir holds
+// work: a new one (ErrNoSeeds) or a finished crawl (*FinishedError) does not.
+func nothingToResume(ctx context.Context, d *Deps, cfg config.Config) error {
+	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
+	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages}
+	s, err := w.Snapshot(ctx)
+	if err != nil {
+		return nil // let the crawl's own wait report trouble
+	}
+	switch {
+	case !s.Idle():
+		return nil
+	case s.Store.Enqueued == 0 && s.Pages.LastSeq == 0:
+		return ErrNoSeeds
+	}
+	return &FinishedError{DataDir: cfg.DataDir, Pages: s.Pages.LastSeq, Queued: s.Queued()}
 }
 
 // startHeartbeat announces the process to `trawler status`, with the

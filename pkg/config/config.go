@@ -89,7 +89,7 @@ type Config struct {
 	PolitenessMaxGap time.Duration
 	IgnoreRobots     bool          // --ignore-robots: do not fetch or obey robots.txt (default: obey)
 	RobotsTTL        time.Duration // --robots-ttl: how long a host's robots.txt is trusted, default 24h
-	RobotsRetry      time.Duration // --robots-retry: wait after robots.txt answered 5xx or not at all, default 10m
+	RobotsRetry      time.Duration // --robots-retry: wait after robots.txt answered 5xx or not at all, default 30s (the host is given up after 3 such answers in a row)
 	FetchTimeout     time.Duration // --fetch-timeout: whole request, default 30s
 	MaxBodyBytes     int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
 	MaxRedirects     int           // --max-redirects: redirect hops followed per chain, default 5
@@ -182,7 +182,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PolitenessMaxGap, "politeness-max-gap", 30*time.Second, "cap on the rest a host's Crawl-delay, slow responses (k x response time) and failure backoff add; --politeness-delay holds above it")
 	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")
 	fs.DurationVar(&c.RobotsTTL, "robots-ttl", 24*time.Hour, "how long a host's robots.txt is used before it is fetched again")
-	fs.DurationVar(&c.RobotsRetry, "robots-retry", 10*time.Minute, "how long a host is left alone when its robots.txt answered 5xx or not at all")
+	fs.DurationVar(&c.RobotsRetry, "robots-retry", 30*time.Second, "how long a host is left alone when its robots.txt answered 5xx or not at all; after 3 such answers in a row (about twice this long) its URLs end as failed with the reason")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
 	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")

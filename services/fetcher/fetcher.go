@@ -240,7 +240,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			p := s.record(task, v.Reason)
 			if v.GaveUp {
 				p.ErrorKind = KindRobots
-				s.failed(task.Host, KindRobots)
+				s.failed(task.Host, KindRobots, v.Reason)
 			} else {
 				s.Stats.Disallowed.Add(1)
 			}
@@ -359,14 +359,19 @@ func keepAlive(m jetstream.Msg, stop <-chan struct{}) {
 	}
 }
 
-// failed counts a URL that got no response, by kind.
-func (s *Service) failed(host, kind string) {
+// failed counts a URL that got no response, by kind, with why.
+func (s *Service) failed(host, kind, why string) {
 	s.Stats.Errors.Add(1)
 	if s.errKinds != nil {
 		s.errKinds.WithLabelValues(kind).Inc()
-		s.perHost.add(host, kind)
+		s.perHost.add(host, kind, why)
 	}
 }
+
+// FailingHosts returns up to n hosts with the most fetches that got no
+// response, and the last reason, for the end-of-crawl summary (nil without
+// a Registerer: the counts are kept for the metrics).
+func (s *Service) FailingHosts(n int) []HostFailures { return s.perHost.topFailing(n) }
 
 func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	p := messages.Page{
@@ -377,13 +382,13 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	}
 	if r.Err != nil {
 		p.Error, p.ErrorKind = r.Err.Error(), r.ErrKind
-		s.failed(task.Host, r.ErrKind)
+		s.failed(task.Host, r.ErrKind, p.Error)
 	} else {
 		s.Stats.Fetched.Add(1)
 		if s.statuses != nil {
 			class := fmt.Sprintf("%dxx", r.Status/100)
 			s.statuses.WithLabelValues(class).Inc()
-			s.perHost.add(task.Host, class)
+			s.perHost.add(task.Host, class, "")
 		}
 	}
 	s.Stats.Bytes.Add(int64(len(r.Body)))

@@ -19,6 +19,8 @@ type hostStats struct {
 type hostCounts struct {
 	fetches  uint64
 	byStatus map[string]uint64 // "2xx" ... "5xx", or an error kind
+	failures uint64            // fetches without a response
+	lastErr  string            // the last failure's message
 }
 
 const (
@@ -28,7 +30,9 @@ const (
 
 func newHostStats() *hostStats { return &hostStats{hosts: map[string]*hostCounts{}} }
 
-func (h *hostStats) add(host, outcome string) {
+// add counts an outcome of host; errMsg is set for a fetch without a
+// response.
+func (h *hostStats) add(host, outcome, errMsg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.hosts[host]
@@ -41,6 +45,40 @@ func (h *hostStats) add(host, outcome string) {
 	}
 	c.fetches++
 	c.byStatus[outcome]++
+	if errMsg != "" {
+		c.failures++
+		c.lastErr = errMsg
+	}
+}
+
+// HostFailures is one host's failed fetches, for the end-of-crawl summary.
+type HostFailures struct {
+	Host      string
+	Failures  uint64 // fetches without a response
+	Fetches   uint64 // all fetches
+	LastError string
+}
+
+// topFailing returns up to n hosts with the most failures, most first.
+func (h *hostStats) topFailing(n int) []HostFailures {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []HostFailures
+	for host, c := range h.hosts {
+		if c.failures > 0 {
+			out = append(out, HostFailures{Host: host, Failures: c.failures, Fetches: c.fetches, LastError: c.lastErr})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Failures != out[j].Failures {
+			return out[i].Failures > out[j].Failures
+		}
+		return out[i].Host < out[j].Host
+	})
+	return out[:min(n, len(out))]
 }
 
 // forgetQuietHalf drops the half of the hosts with the fewest fetches.

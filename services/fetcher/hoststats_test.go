@@ -14,9 +14,9 @@ func TestHostStatsExportsTheBusiestHosts(t *testing.T) {
 	for i := 0; i < 150; i++ {
 		host := fmt.Sprintf("h%03d.example", i)
 		for j := 0; j <= i; j++ {
-			h.add(host, "2xx")
+			h.add(host, "2xx", "")
 		}
-		h.add(host, "timeout")
+		h.add(host, "timeout", "no response within 1s")
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(h)
@@ -39,9 +39,29 @@ func TestHostStatsExportsTheBusiestHosts(t *testing.T) {
 func TestHostStatsForgetsQuietHosts(t *testing.T) {
 	h := newHostStats()
 	for i := 0; i < maxTrackedHosts+10; i++ {
-		h.add(fmt.Sprintf("h%d", i), "2xx")
+		h.add(fmt.Sprintf("h%d", i), "2xx", "")
 	}
 	if n := len(h.hosts); n > maxTrackedHosts {
 		t.Errorf("tracking %d hosts, want at most %d", n, maxTrackedHosts)
+	}
+}
+
+// The end-of-crawl summary names the hosts that failed most, with the last
+// reason.
+func TestTopFailingHosts(t *testing.T) {
+	h := newHostStats()
+	h.add("ok.example", "2xx", "")
+	for range 3 {
+		h.add("dead.example", "dns", "lookup dead.example: no such host")
+	}
+	h.add("slow.example", "2xx", "")
+	h.add("slow.example", "timeout", "no response headers within 10s")
+	got := h.topFailing(5)
+	if len(got) != 2 || got[0].Host != "dead.example" || got[0].Failures != 3 || got[0].LastError != "lookup dead.example: no such host" ||
+		got[1].Host != "slow.example" || got[1].Failures != 1 || got[1].Fetches != 2 {
+		t.Fatalf("top failing: %+v", got)
+	}
+	if got := (*hostStats)(nil).topFailing(5); got != nil {
+		t.Fatalf("nil stats: %v", got)
 	}
 }
