@@ -19,6 +19,12 @@ const (
 	// MaxLinks caps the links taken from one page, against link farms and
 	// generated junk (the Web's mean is about 60 links per page).
 	MaxLinks = 10000
+	// MaxLinkBytes caps the bytes of the links taken from one page, so that
+	// the parsed document and the links sent to dedup stay far below the
+	// NATS payload limit (1 MiB by default) whatever the page holds: 10,000
+	// links of 16 KB each, resolved against a 16 KB <base>, made a 160 MB
+	// document and a 2.5 GB process (issue 19).
+	MaxLinkBytes = 256 << 10
 	// MaxTitle caps the title, in bytes.
 	MaxTitle = 512
 	// MaxText caps the visible text kept of a page, in bytes.
@@ -45,6 +51,9 @@ type Page struct {
 	Body        []byte
 	ContentType string
 	Headers     map[string]string
+	// MaxURLLength drops longer links, and a longer <base> is ignored
+	// (0: urlx.MaxLength).
+	MaxURLLength int
 }
 
 // Link is one link of a page.
@@ -116,8 +125,14 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 	if err != nil {
 		return Extracted{Links: []Link{}}, fmt.Errorf("page URL: %w", err)
 	}
+	maxURL := p.MaxURLLength
+	if maxURL <= 0 {
+		maxURL = urlx.MaxLength
+	}
 	if s.hasBase {
-		if b, err := base.Resolve(s.baseHref); err == nil {
+		// A <base> longer than a URL may be is ignored, as an invalid one
+		// is: every link resolved against it would be too long anyway.
+		if b, err := base.Resolve(s.baseHref); err == nil && len(b) <= maxURL {
 			if u, err := url.Parse(b); err == nil {
 				if nb, err := urlx.NewBase(u); err == nil {
 					base = nb
@@ -141,7 +156,7 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 		ni, nf := robotsDirectives(v, true)
 		ex.NoIndex, ex.NoFollow = ex.NoIndex || ni, ex.NoFollow || nf
 	}
-	ex.Links, ex.Dropped, ex.Truncated = resolveLinks(base, s.hrefs, &s.text)
+	ex.Links, ex.Dropped, ex.Truncated = resolveLinks(base, s.hrefs, &s.text, maxURL)
 	ex.Truncated = ex.Truncated || s.truncated
 	return ex, nil
 }
@@ -177,13 +192,15 @@ func canonicalURL(raw string) (*url.URL, error) {
 }
 
 // resolveLinks canonicalizes hrefs against base, keeping the first of
-// repeats and at most MaxLinks, and cuts each link's context out of text.
-func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf) (links []Link, dropped int, truncated bool) {
+// repeats, none longer than maxURL bytes (those are dropped), at most
+// MaxLinks and MaxLinkBytes in all, and cuts each link's context out of text.
+func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf, maxURL int) (links []Link, dropped int, truncated bool) {
 	links = make([]Link, 0, min(len(hrefs), MaxLinks))
 	seen := make(map[string]int, cap(links))
+	size := 0
 	for _, h := range hrefs {
 		u, err := base.Resolve(h.href)
-		if err != nil {
+		if err != nil || len(u) > maxURL {
 			dropped++
 			continue
 		}
@@ -196,9 +213,10 @@ func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf) (links []Link
 			links[i].NoFollow = links[i].NoFollow && h.nofollow
 			continue
 		}
-		if len(links) == MaxLinks {
+		if len(links) == MaxLinks || size+len(u) > MaxLinkBytes {
 			return links, dropped, true
 		}
+		size += len(u)
 		seen[u] = len(links)
 		links = append(links, Link{
 			URL: u, Kind: h.kind, NoFollow: h.nofollow, Anchor: h.anchor,

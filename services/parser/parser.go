@@ -8,8 +8,10 @@ package parser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -179,7 +181,22 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	pm.Header.Set(messages.HeaderSchema, messages.Schema("parsed"))
 	out = append(out, pm)
 	ids = append(ids, "parsed:"+page.TaskID)
-	if err := bus.PublishAll(ctx, s.o.JS, out, ids); err != nil {
+	err = bus.PublishAll(ctx, s.o.JS, out, ids)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// Permanent for this page: publish its record without the parts
+		// that made it too large, and say why; its links are not followed.
+		s.o.Log.Warn("parsed document over the NATS payload limit; recorded without text and outlinks", "url", page.URL, "bytes", len(data))
+		doc.Text, doc.Outlinks, doc.Headings = "", []string{}, nil
+		doc.Error = strings.TrimPrefix(doc.Error+"; ", "; ") + fmt.Sprintf("parsed document of %d bytes over the NATS payload limit: text and outlinks left out", len(data))
+		data, _ = json.Marshal(doc)
+		pm.Data = data
+		err = bus.PublishAll(ctx, s.o.JS, []*nats.Msg{pm}, []string{"parsed:" + page.TaskID})
+	}
+	if errors.Is(err, nats.ErrMaxPayload) {
+		s.dlq.ParkOrLog(ctx, m, "parsed document over the NATS payload limit even without text and outlinks", s.o.Log)
+		return
+	}
+	if err != nil {
 		s.o.Log.Warn("publishing parse result failed; page will be redelivered", "url", page.URL, "err", err)
 		_ = m.NakWithDelay(bus.Backoff(3))
 		return
@@ -213,7 +230,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		}
 		depth, hops = page.Depth, page.Hops+1
 	case page.Status >= 200 && page.Status < 300 && IsHTML(page.ContentType, body):
-		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers}, s.o.Kinds)
+		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers, MaxURLLength: s.o.MaxURLLength}, s.o.Kinds)
 		if err != nil {
 			doc.Error = fmt.Sprintf("parse: %v", err)
 		}
