@@ -37,7 +37,13 @@ var DefaultAllowedTypes = []string{"text/html", "application/xhtml+xml", "text/p
 
 // Transport limits.
 const (
-	maxResponseHeaderBytes = 1 << 20
+	// maxResponseHeaderBytes bounds a response's headers in all (Go's
+	// default is 1 MiB; Chrome's 256 KiB): larger is a protocol error of
+	// the page, not a crawler's problem.
+	maxResponseHeaderBytes = 128 << 10
+	// maxLocation bounds a redirect's target (urlx.MaxLength): a longer
+	// Location is an error of the page, recorded, never a URL to follow.
+	maxLocation = 16 << 10
 	// Politeness allows one request in flight per host, so a couple of idle
 	// connections per host is all keep-alive can use.
 	maxIdleConnsPerHost = 2
@@ -455,9 +461,17 @@ func (c *HTTPClient) fetch(ctx context.Context, rawURL string, fo FetchOptions, 
 
 	out := Response{
 		Status:      resp.StatusCode,
-		ContentType: resp.Header.Get("Content-Type"),
+		ContentType: capHeader(resp.Header.Get("Content-Type")),
 		Headers:     keepHeaders(resp.Header),
 		Location:    redirectTarget(resp),
+	}
+	// Oversized values would not fit the page's NATS header (issue 19: a
+	// 900 KB Location was refetched 10 times and dead-lettered, no record).
+	if loc := resp.Header.Get("Location"); len(loc) > maxLocation && resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		out.Location = ""
+		out.Err = fmt.Errorf("redirect Location of %d bytes, over the %d-byte URL limit", len(loc), maxLocation)
+		out.ErrKind = KindProtocol
+		return out
 	}
 	c.readBody(ctx, resp, &out)
 	return out
@@ -720,15 +734,21 @@ func keepHeaders(h http.Header) map[string]string {
 		if v == "" {
 			continue
 		}
-		if len(v) > maxHeaderValue {
-			v = strings.ToValidUTF8(v[:maxHeaderValue], "")
-		}
+		v = capHeader(v)
 		if out == nil {
 			out = make(map[string]string)
 		}
 		out[name] = v
 	}
 	return out
+}
+
+// capHeader bounds a kept header value to maxHeaderValue bytes.
+func capHeader(v string) string {
+	if len(v) > maxHeaderValue {
+		return strings.ToValidUTF8(v[:maxHeaderValue], "")
+	}
+	return v
 }
 
 // redirectTarget returns a 3xx response's Location resolved against the

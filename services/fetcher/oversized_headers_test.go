@@ -1,0 +1,63 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Issue 19 #5: oversized header values never reach the page's NATS header:
+// a Location over the URL limit is an error of the page (recorded, not
+// followed, not retried), headers over the transport's limit are a protocol
+// error, and a huge Content-Type is cut to maxHeaderValue.
+func TestOversizedHeadersAreBoundedOrAPageError(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/long-location":
+			w.Header().Set("Location", "/"+strings.Repeat("l", 20<<10))
+			w.WriteHeader(http.StatusFound)
+		case "/huge-location":
+			w.Header().Set("Location", "/"+strings.Repeat("h", 900<<10))
+			w.WriteHeader(http.StatusFound)
+		case "/huge-type":
+			w.Header().Set("Content-Type", "text/html; x="+strings.Repeat("t", 70<<10))
+			w.Write([]byte("<p>ok</p>"))
+		}
+	})
+	c := newClient(t, HTTPOptions{AllowPrivate: true})
+	names, _ := subjects.New("test")
+	for _, tt := range []struct {
+		path, wantErr string
+	}{
+		{"/long-location", "redirect Location of 20481 bytes, over the 16384-byte URL limit"},
+		{"/huge-location", "header"},
+		{"/huge-type", ""},
+	} {
+		r := c.Fetch(context.Background(), srv.URL+tt.path)
+		switch {
+		case tt.wantErr == "" && r.Err != nil:
+			t.Errorf("%s: %v", tt.path, r.Err)
+		case tt.wantErr != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), tt.wantErr) || r.ErrKind != KindProtocol):
+			t.Errorf("%s: err %v (kind %q), want a protocol error with %q", tt.path, r.Err, r.ErrKind, tt.wantErr)
+		}
+		if len(r.Location) > maxLocation || len(r.ContentType) > maxHeaderValue {
+			t.Errorf("%s: Location of %d bytes, Content-Type of %d", tt.path, len(r.Location), len(r.ContentType))
+		}
+		// The page message's metadata header stays small.
+		s := &Service{}
+		p := s.page(messages.FetchTask{URL: srv.URL + tt.path}, r)
+		m := pageMsg(names, p, r.Body)
+		if n := len(m.Header.Get(messages.HeaderPage)); n > 32<<10 {
+			t.Errorf("%s: Trawler-Page header of %d bytes", tt.path, n)
+		}
+		var back messages.Page
+		if err := json.Unmarshal([]byte(m.Header.Get(messages.HeaderPage)), &back); err != nil || (tt.wantErr != "" && back.Error == "") {
+			t.Errorf("%s: page record %+v, %v", tt.path, back, err)
+		}
+	}
+}
