@@ -258,7 +258,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 			IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
 			HTTP: fetcher.HTTPOptions{
-				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate,
+				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
 				AllowedTypes: cfg.AllowedTypes, Resolver: res,
 			},
 			Log: log, Registerer: d.Registry,

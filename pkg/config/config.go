@@ -95,7 +95,8 @@ type Config struct {
 	MaxRedirects     int           // --max-redirects: redirect hops followed per chain, default 5
 	UserAgent        string        // --user-agent
 	AllowedTypes     []string      // --allowed-types: content types downloaded (default HTML, XHTML, plain text)
-	AllowPrivate     bool          // --allow-private: permit loopback, private and link-local addresses
+	AllowPrivate     bool          // --allow-private: permit loopback, private, CGNAT, benchmarking and documentation addresses
+	AllowLinkLocal   bool          // --allow-link-local: with --allow-private, also link-local addresses and cloud metadata services
 	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
 	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 16
 	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3
@@ -188,7 +189,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
 	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
 	fs.Var((*listFlag)(&c.AllowedTypes), "allowed-types", "content types whose bodies are downloaded, comma-separated; type/* allowed (default text/html,application/xhtml+xml,text/plain)")
-	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private, link-local and metadata addresses")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private (RFC 1918, unique-local), carrier-grade NAT, benchmarking and documentation addresses (link-local and cloud metadata need --allow-link-local too)")
+	fs.BoolVar(&c.AllowLinkLocal, "allow-link-local", false, "with --allow-private, also permit link-local addresses and the cloud metadata services (169.254.169.254 and the like): only on a machine where that is safe")
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 16, "concurrent parses per parser process (each waits for NATS to acknowledge its page's links, so more than the cores)")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")

@@ -123,9 +123,12 @@ type HTTPOptions struct {
 	AllowedTypes []string
 	// UserAgent is sent with every request (default config.DefaultUserAgent).
 	UserAgent string
-	// AllowPrivate permits loopback, private, link-local (metadata), CGNAT,
-	// multicast and unspecified addresses; refused by default.
+	// AllowPrivate permits loopback, private, CGNAT, benchmarking and
+	// documentation addresses; refused by default (see guard.go).
 	AllowPrivate bool
+	// AllowLinkLocal permits, with AllowPrivate, link-local addresses and
+	// the cloud metadata services.
+	AllowLinkLocal bool
 	// Resolver resolves host names (default net.DefaultResolver). Every
 	// address it returns is checked before any connection is attempted.
 	Resolver Resolver
@@ -788,25 +791,23 @@ func (n netResolver) LookupNetIP(ctx context.Context, host string) ([]netip.Addr
 // connects, all within ConnectTimeout. The net.Dialer's Control checks each
 // address again just before connect, as defence in depth.
 type dialer struct {
-	resolver     Resolver
-	allowPrivate bool
-	timeout      time.Duration
-	minAttempt   time.Duration
+	resolver   Resolver
+	guard      guard
+	timeout    time.Duration
+	minAttempt time.Duration
 	// dialAddr connects to one "ip:port"; tests replace it to watch dials.
 	dialAddr func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 func newDialer(o HTTPOptions) *dialer {
-	nd := &net.Dialer{KeepAlive: 30 * time.Second}
-	if !o.AllowPrivate {
-		nd.Control = refusePrivate
-	}
+	g := guard{allowPrivate: o.AllowPrivate, allowLinkLocal: o.AllowLinkLocal}
+	nd := &net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
 	return &dialer{
-		resolver:     o.Resolver,
-		allowPrivate: o.AllowPrivate,
-		timeout:      o.ConnectTimeout,
-		minAttempt:   minAttemptTimeout,
-		dialAddr:     nd.DialContext,
+		resolver:   o.Resolver,
+		guard:      g,
+		timeout:    o.ConnectTimeout,
+		minAttempt: minAttemptTimeout,
+		dialAddr:   nd.DialContext,
 	}
 }
 
@@ -846,9 +847,9 @@ func (d *dialer) DialContext(ctx context.Context, network, address string) (net.
 	var blocked error
 	for _, ip := range addrs {
 		ip = ip.Unmap()
-		if reason := nonPublic(ip); reason == "invalid" || (reason != "" && !d.allowPrivate) {
+		if err := d.guard.check(ip); err != nil {
 			if blocked == nil {
-				blocked = &BlockedAddressError{Addr: ip, Reason: reason}
+				blocked = err
 			}
 			continue
 		}
@@ -913,57 +914,4 @@ func (d *dialer) attemptContext(ctx context.Context, left int) (context.Context,
 		each = min(d.minAttempt, remaining)
 	}
 	return context.WithTimeout(ctx, each)
-}
-
-// BlockedAddressError is the Err of a fetch refused because the host resolved
-// to an address that is not publicly routable.
-type BlockedAddressError struct {
-	Addr   netip.Addr
-	Reason string // e.g. "loopback", "private", "link-local"
-}
-
-func (e *BlockedAddressError) Error() string {
-	return fmt.Sprintf("blocked address %s (%s); pass --allow-private to permit", e.Addr, e.Reason)
-}
-
-// refusePrivate is a net.Dialer Control function: it runs after the socket is
-// created and before connect, with the resolved "ip:port".
-func refusePrivate(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("refusing to dial %q: not an IP address and port", address)
-	}
-	if reason := nonPublic(ap.Addr()); reason != "" {
-		return &BlockedAddressError{Addr: ap.Addr().Unmap(), Reason: reason}
-	}
-	return nil
-}
-
-var (
-	cgnat       = netip.MustParsePrefix("100.64.0.0/10")
-	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-	broadcast   = netip.MustParseAddr("255.255.255.255")
-)
-
-// nonPublic names the class of a that makes it unfit for crawling, or returns
-// "" for an address the crawler may connect to.
-func nonPublic(a netip.Addr) string {
-	a = a.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
-	switch {
-	case !a.IsValid():
-		return "invalid"
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsUnspecified() || thisNetwork.Contains(a):
-		return "unspecified"
-	case a.IsPrivate():
-		return "private"
-	case a.IsLinkLocalUnicast():
-		return "link-local" // includes cloud metadata, 169.254.169.254
-	case a.IsMulticast() || a == broadcast:
-		return "multicast"
-	case cgnat.Contains(a):
-		return "carrier-grade NAT"
-	}
-	return ""
 }

@@ -327,71 +327,119 @@ func TestFetchBlocksLoopback(t *testing.T) {
 
 // The metadata address is refused in Control, before connect: no packet is
 // sent, so the fetch fails at once instead of waiting for a timeout.
-func TestFetchBlocksMetadataAddress(t *testing.T) {
-	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second})
-	start := time.Now()
-	r := c.Fetch(context.Background(), "http://169.254.169.254/latest/meta-data/")
-	if elapsed := time.Since(start); elapsed > time.Second {
-		t.Errorf("took %v: the dial was attempted", elapsed)
+// neverDial replaces c's dialer with a recorder that never connects, so a
+// test of refused addresses cannot reach them even if the guard were broken.
+func neverDial(c *HTTPClient) func() []string {
+	var mu sync.Mutex
+	var dials []string
+	c.dialer.dialAddr = func(_ context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials = append(dials, addr)
+		mu.Unlock()
+		return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("the test's recorder never connects")}
 	}
-	want := "blocked address 169.254.169.254 (link-local); pass --allow-private to permit"
-	var blocked *BlockedAddressError
-	if !errors.As(r.Err, &blocked) || r.Err.Error() != want {
-		t.Errorf("Err = %v, want %q", r.Err, want)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), dials...)
 	}
 }
 
-func TestRefusePrivate(t *testing.T) {
-	if err := refusePrivate("tcp4", "93.184.215.14:443", nil); err != nil {
+// Issue 19 #4: metadata and link-local addresses stay refused under
+// --allow-private; only --allow-link-local on top opens them. No dial is
+// ever attempted for a refused address.
+func TestFetchRefusesMetadataWithoutDialing(t *testing.T) {
+	for _, tt := range []struct {
+		o    HTTPOptions
+		url  string
+		want string
+	}{
+		{HTTPOptions{}, "http://169.254.169.254/latest/meta-data/", "blocked address 169.254.169.254 (cloud metadata); pass --allow-private --allow-link-local to permit"},
+		{HTTPOptions{AllowPrivate: true}, "http://169.254.169.254/latest/meta-data/", "blocked address 169.254.169.254 (cloud metadata); pass --allow-private --allow-link-local to permit"},
+		{HTTPOptions{AllowPrivate: true}, "http://[fd00:ec2::254]/", "blocked address fd00:ec2::254 (cloud metadata); pass --allow-private --allow-link-local to permit"},
+		{HTTPOptions{AllowPrivate: true}, "http://[fe80::1]/", "blocked address fe80::1 (link-local); pass --allow-private --allow-link-local to permit"},
+		{HTTPOptions{AllowPrivate: true}, "http://[64:ff9b::a9fe:a9fe]/", "blocked address 64:ff9b::a9fe:a9fe (cloud metadata (169.254.169.254 in NAT64)); pass --allow-private --allow-link-local to permit"},
+		{HTTPOptions{}, "http://10.1.2.3/", "blocked address 10.1.2.3 (private); pass --allow-private to permit"},
+		{HTTPOptions{AllowPrivate: true, AllowLinkLocal: true}, "http://224.0.0.1/", "blocked address 224.0.0.1 (multicast): never fetched"},
+	} {
+		c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: tt.o.AllowPrivate, AllowLinkLocal: tt.o.AllowLinkLocal})
+		dials := neverDial(c)
+		r := c.Fetch(context.Background(), tt.url)
+		var blocked *BlockedAddressError
+		if !errors.As(r.Err, &blocked) || r.Err.Error() != tt.want || r.ErrKind != KindBlocked {
+			t.Errorf("%s with %+v: Err = %v (kind %q), want %q", tt.url, tt.o, r.Err, r.ErrKind, tt.want)
+		}
+		if d := dials(); len(d) != 0 {
+			t.Errorf("%s: dialed %v", tt.url, d)
+		}
+	}
+	// With both flags the metadata address is dialed (through the recorder).
+	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true, AllowLinkLocal: true})
+	dials := neverDial(c)
+	c.Fetch(context.Background(), "http://169.254.169.254/")
+	if d := dials(); len(d) != 1 || d[0] != "169.254.169.254:80" {
+		t.Errorf("with --allow-link-local: dials %v", d)
+	}
+}
+
+func TestGuardControl(t *testing.T) {
+	g := guard{}
+	if err := g.control("tcp4", "93.184.215.14:443", nil); err != nil {
 		t.Errorf("public address refused: %v", err)
 	}
-	if err := refusePrivate("tcp4", "not-an-address", nil); err == nil {
+	if err := g.control("tcp4", "not-an-address", nil); err == nil {
 		t.Error("unparseable address accepted")
 	}
-	err := refusePrivate("tcp6", "[::ffff:10.1.2.3]:80", nil)
+	err := g.control("tcp6", "[::ffff:10.1.2.3]:80", nil)
 	if err == nil || err.Error() != "blocked address 10.1.2.3 (private); pass --allow-private to permit" {
 		t.Errorf("mapped private address: %v", err)
 	}
 }
 
-func TestNonPublic(t *testing.T) {
-	for addr, want := range map[string]string{
-		"127.0.0.1":        "loopback",
-		"127.255.0.9":      "loopback",
-		"::1":              "loopback",
-		"::ffff:127.0.0.1": "loopback",
-		"0.0.0.0":          "unspecified",
-		"0.1.2.3":          "unspecified",
-		"::":               "unspecified",
-		"10.0.0.1":         "private",
-		"172.16.0.1":       "private",
-		"172.31.255.255":   "private",
-		"192.168.1.1":      "private",
-		"fc00::1":          "private",
-		"fd12:3456::1":     "private",
-		"169.254.169.254":  "link-local",
-		"169.254.0.1":      "link-local",
-		"fe80::1":          "link-local",
-		"fe80::1%eth0":     "link-local",
-		"224.0.0.1":        "multicast",
-		"239.255.255.250":  "multicast",
-		"ff02::1":          "multicast",
-		"255.255.255.255":  "multicast",
-		"100.64.0.1":       "carrier-grade NAT",
-		"100.127.255.255":  "carrier-grade NAT",
-		"100.63.255.255":   "",
-		"100.128.0.0":      "",
-		"172.32.0.1":       "",
-		"8.8.8.8":          "",
-		"2606:4700::1111":  "",
-		"::ffff:8.8.8.8":   "",
+// Issue 19 #6: every range the chart denies, both sides of each boundary,
+// and IPv4 inside IPv6 judged as IPv4.
+func TestClassify(t *testing.T) {
+	for addr, want := range map[string]struct {
+		class string
+		level addrLevel
+	}{
+		"127.0.0.1": {"loopback", private}, "127.255.0.9": {"loopback", private}, "::1": {"loopback", private},
+		"::ffff:127.0.0.1": {"loopback", private},
+		"0.0.0.0":          {"unspecified", never}, "0.1.2.3": {"unspecified", never}, "::": {"unspecified", never},
+		"10.0.0.1": {"private", private}, "9.255.255.255": {"", public}, "11.0.0.0": {"", public},
+		"172.16.0.1": {"private", private}, "172.31.255.255": {"private", private}, "172.15.255.255": {"", public}, "172.32.0.1": {"", public},
+		"192.168.1.1": {"private", private}, "192.169.0.0": {"", public},
+		"fc00::1": {"private", private}, "fd12:3456::1": {"private", private}, "fbff::1": {"", public},
+		"169.254.169.254": {"cloud metadata", linkLocal}, "169.254.0.1": {"link-local", linkLocal}, "169.253.255.255": {"", public},
+		"fd00:ec2::254": {"cloud metadata", linkLocal}, "100.100.100.200": {"cloud metadata", linkLocal},
+		"fe80::1": {"link-local", linkLocal}, "fe80::1%eth0": {"link-local", linkLocal}, "febf::1": {"link-local", linkLocal},
+		"224.0.0.1": {"multicast", never}, "239.255.255.250": {"multicast", never}, "ff02::1": {"multicast", never},
+		"255.255.255.255": {"multicast", never},
+		"100.64.0.1":      {"carrier-grade NAT", private}, "100.127.255.255": {"carrier-grade NAT", private},
+		"100.63.255.255": {"", public}, "100.128.0.0": {"", public},
+		"192.0.0.1": {"reserved", never}, "192.0.1.0": {"", public}, "191.255.255.255": {"", public},
+		"198.18.0.1": {"benchmarking", private}, "198.19.255.255": {"benchmarking", private}, "198.17.255.255": {"", public}, "198.20.0.0": {"", public},
+		"240.0.0.1": {"reserved", never}, "254.255.255.255": {"reserved", never},
+		"192.0.2.7": {"documentation", private}, "2001:db8::1": {"documentation", private},
+		"64:ff9b::7f00:1":                      {"loopback (127.0.0.1 in NAT64)", private},
+		"64:ff9b::a00:1":                       {"private (10.0.0.1 in NAT64)", private},
+		"64:ff9b::808:808":                     {"NAT64", private},
+		"64:ff9b:1::1":                         {"NAT64", private},
+		"::7f00:1":                             {"loopback (127.0.0.1 in IPv4-compatible)", private},
+		"::808:808":                            {"IPv4-compatible", private},
+		"2002:7f00:1::1":                       {"loopback (127.0.0.1 in 6to4)", private},
+		"2002:a9fe:a9fe::1":                    {"cloud metadata (169.254.169.254 in 6to4)", linkLocal},
+		"2002:808:808::1":                      {"6to4", private},
+		"2001:0:4136:e378:8000:63bf:80ff:fffe": {"loopback (127.0.0.1 in Teredo)", private},
+		"8.8.8.8":                              {"", public}, "2606:4700::1111": {"", public}, "::ffff:8.8.8.8": {"", public},
 	} {
-		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("nonPublic(%s) = %q, want %q", addr, got, want)
+		class, level := classify(netip.MustParseAddr(addr))
+		if class != want.class || level != want.level {
+			t.Errorf("classify(%s) = %q, %d; want %q, %d", addr, class, level, want.class, want.level)
 		}
 	}
-	if got := nonPublic(netip.Addr{}); got == "" {
-		t.Error("the zero Addr is public")
+	if _, level := classify(netip.Addr{}); level != never {
+		t.Error("the zero Addr is fetchable")
 	}
 }
 

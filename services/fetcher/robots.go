@@ -204,6 +204,12 @@ func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 			if errors.As(r.Err, &dnsErr) && dnsErr.IsNotFound {
 				rec.Failures = robotsFailuresBeforeGivingUp
 			}
+			// Nor will an address the guard refuses become allowed: the
+			// host is final at once, with the class and the flag.
+			var blocked *BlockedAddressError
+			if errors.As(r.Err, &blocked) {
+				rec.Failures = robotsFailuresBeforeGivingUp
+			}
 			return rec
 		}
 		if r.Status >= 300 && r.Status < 400 && r.Location != "" && hop < 5 {
