@@ -515,7 +515,7 @@ func openFrontierSource(ctx context.Context, cfg config.Config, a attached) (*fr
 	if len(addrs) == 0 {
 		addrs = []string{"127.0.0.1:6379"}
 	}
-	st, err := store.OpenRedis(ctx, addrs, cfg.RedisCluster, a.names.Prefix)
+	st, err := store.OpenRedis(ctx, addrs, cfg.RedisCluster, a.names.Prefix, app.RedisOptions(cfg)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w (no running `trawler run` reports its store either)", err)
 	}
@@ -602,6 +602,15 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 		{"dedup", fmt.Sprintf("%.0f URLs in, %.0f new; cache hits %.1f%%, Bloom proved new %.1f%% of misses, seen set hits %.1f%%",
 			rep.Dedup.In, rep.Dedup.New, 100*rep.Dedup.CacheHitRate, 100*rep.Dedup.BloomNewRate, 100*rep.Dedup.SeenHitRate)},
 		{"crawl", fmt.Sprintf("%d pages over its life, %d URLs left queued, %d dead letters", sum.Total, sum.Queued, sum.DeadLetters)},
+	}
+	if commits, ok := c["trawler_store_commits_total"]; ok {
+		pages := max(float64(sum.Fetched+sum.Errors), 1)
+		line := fmt.Sprintf("%.0f store commits (%.3f per page, %.1f writes each)", commits, commits/pages,
+			c["trawler_store_writes_total"]/max(commits, 1))
+		if ck, ok := c["trawler_out_checkpoints_total"]; ok {
+			line += fmt.Sprintf(", %.0f --out checkpoints (%.3f per page)", ck, ck/pages)
+		}
+		rows = append(rows, [2]string{"durability", line})
 	}
 	if archiveDir != "" {
 		rows = append(rows, [2]string{"archive", fmt.Sprintf("%.0f WARC records, %.0f JSON lines in %s",

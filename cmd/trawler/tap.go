@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/messages"
@@ -91,7 +92,7 @@ func attach(cfg config.Config, name string) (attached, error) {
 	if url == "" {
 		url = nats.DefaultURL
 	}
-	nc, err := bus.Connect(url, name)
+	nc, err := bus.Connect(url, name, app.NATSOptions(cfg))
 	if err != nil {
 		return attached{}, err
 	}

@@ -153,13 +153,19 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	}
 	d.Store = st
 	d.closers = append(d.closers, st.Close)
-	ns, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen})
+	eo := bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen,
+		Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword}
+	if listen != "" && eo.Open() && !loopbackListen(listen) {
+		log.Warn("the embedded NATS server accepts anyone who can reach "+listen+", with full JetStream access: set --nats-token (or TRAWLER_NATS_TOKEN), or listen on 127.0.0.1",
+			"listen", listen)
+	}
+	ns, err := bus.StartEmbedded(eo)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
 	d.closers = append(d.closers, func() error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
-	if d.NC, err = bus.ConnectEmbedded(ns, "trawler-run"); err != nil {
+	if d.NC, err = bus.ConnectEmbedded(ns, "trawler-run", eo.EmbeddedAuth()...); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -177,7 +183,7 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 	if url == "" {
 		url = nats.DefaultURL
 	}
-	if d.NC, err = bus.Connect(url, name); err != nil {
+	if d.NC, err = bus.Connect(url, name, NATSOptions(cfg)); err != nil {
 		return nil, err
 	}
 	if withStore {

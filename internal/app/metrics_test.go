@@ -74,7 +74,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	natsDir := t.TempDir()
 	ns := startNATS(t, natsDir, 0)
 	port := ns.Addr().(*net.TCPAddr).Port
-	nc, err := bus.Connect(ns.ClientURL(), t.Name())
+	nc, err := bus.Connect(ns.ClientURL(), t.Name(), bus.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestHealthAndReadiness(t *testing.T) {
 // Fetchers and parsers have no store: only NATS counts.
 func TestReadinessWithoutStore(t *testing.T) {
 	ns := startNATS(t, t.TempDir(), 0)
-	nc, err := bus.Connect(ns.ClientURL(), t.Name())
+	nc, err := bus.Connect(ns.ClientURL(), t.Name(), bus.ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,3 +20,7 @@ func redisOptions(cfg config.Config) []store.RedisOption {
 	}
 	return opts
 }
+
+// RedisOptions are cfg's Redis password and TLS settings, for commands
+// that open the store themselves (trawler status).
+func RedisOptions(cfg config.Config) []store.RedisOption { return redisOptions(cfg) }

@@ -25,6 +25,24 @@ type EmbeddedOptions struct {
 	// Listen is an optional host:port on which to also accept TCP clients (the
 	// nats CLI, taps, trawler status). Empty: in-process connections only.
 	Listen string
+	// Token or User and Password, when set, are required of every client,
+	// in-process ones included (ConnectEmbedded with EmbeddedAuth).
+	Token, User, Password string
+}
+
+// Open reports whether the server accepts clients without credentials.
+func (o EmbeddedOptions) Open() bool { return o.Token == "" && o.User == "" }
+
+// EmbeddedAuth are the client options that authenticate to a server
+// started with o.
+func (o EmbeddedOptions) EmbeddedAuth() []nats.Option {
+	switch {
+	case o.Token != "":
+		return []nats.Option{nats.Token(o.Token)}
+	case o.User != "":
+		return []nats.Option{nats.UserInfo(o.User, o.Password)}
+	}
+	return nil
 }
 
 // StartEmbedded starts a JetStream-enabled NATS server inside this process.
@@ -37,6 +55,12 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		DontListen: o.Listen == "",
+	}
+	switch {
+	case o.Token != "":
+		opts.Authorization = o.Token
+	case o.User != "":
+		opts.Username, opts.Password = o.User, o.Password
 	}
 	if o.Listen != "" {
 		host, port, err := net.SplitHostPort(o.Listen)
@@ -61,21 +85,6 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 }
 
 // ConnectEmbedded opens an in-process client connection to ns.
-func ConnectEmbedded(ns *server.Server, name string) (*nats.Conn, error) {
-	return nats.Connect("", nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1))
-}
-
-// Connect opens a client connection to an external NATS server that retries
-// forever on disconnects, as a long-running service must.
-func Connect(url, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
-		nats.Name(name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
-		nats.Timeout(5*time.Second),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
-	}
-	return nc, nil
+func ConnectEmbedded(ns *server.Server, name string, auth ...nats.Option) (*nats.Conn, error) {
+	return nats.Connect("", append([]nats.Option{nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1)}, auth...)...)
 }

@@ -43,6 +43,13 @@ type Config struct {
 	MetricsAddr   string // --metrics-addr: serve /metrics here (empty: off)
 	LogFormat     string // --log-format: text or json, default text
 
+	// NATS credentials and TLS, from files and the environment, never the
+	// URL (which is logged): --nats-creds, --nats-nkey, --nats-user,
+	// --nats-password (prefer TRAWLER_NATS_PASSWORD), --nats-token (prefer
+	// TRAWLER_NATS_TOKEN), --nats-tls-ca, --nats-tls-cert, --nats-tls-key.
+	NATSCreds, NATSNKey, NATSUser, NATSPassword, NATSToken string
+	NATSTLSCA, NATSTLSCert, NATSTLSKey                     string
+
 	// Partitioning.
 	PartitionCount    int           // --partition-count: P, fixed for the life of a crawl, default 32 (run: 4 for a new data dir)
 	Partitions        string        // --partitions: owned partitions, e.g. "0-7,12" (default: all in run, automatic leases in cluster services)
@@ -146,6 +153,14 @@ const DefaultUserAgent = "Trawler/0.1 (+https://github.com/trawlerhq/trawler)"
 // Register declares every setting on fs with its default.
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.NATSURL, "nats", "", "NATS URL of an external JetStream server (services default to nats://127.0.0.1:4222; run embeds one when empty)")
+	fs.StringVar(&c.NATSCreds, "nats-creds", "", "NATS credentials file (user JWT and NKey seed)")
+	fs.StringVar(&c.NATSNKey, "nats-nkey", "", "file holding a NATS user NKey seed")
+	fs.StringVar(&c.NATSUser, "nats-user", "", "NATS user name")
+	fs.StringVar(&c.NATSPassword, "nats-password", "", "NATS password (prefer the TRAWLER_NATS_PASSWORD variable: flags show in ps)")
+	fs.StringVar(&c.NATSToken, "nats-token", "", "NATS authentication token (prefer the TRAWLER_NATS_TOKEN variable)")
+	fs.StringVar(&c.NATSTLSCA, "nats-tls-ca", "", "PEM file of CAs to trust for the NATS server's certificate, besides the system's")
+	fs.StringVar(&c.NATSTLSCert, "nats-tls-cert", "", "PEM client certificate for NATS (mutual TLS; with --nats-tls-key)")
+	fs.StringVar(&c.NATSTLSKey, "nats-tls-key", "", "PEM private key of --nats-tls-cert")
 	fs.Var((*listFlag)(&c.RedisAddrs), "redis", "Redis address(es), comma-separated; several form a client-side ring of shards (services default to 127.0.0.1:6379)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis addresses as Redis Cluster seed nodes")
 	fs.StringVar(&c.RedisPassword, "redis-password", "", "Redis AUTH password (prefer TRAWLER_REDIS_PASSWORD: flags are visible to other processes)")

@@ -1,0 +1,30 @@
+package app
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/config"
+)
+
+// NATSOptions are cfg's NATS credentials and TLS settings.
+func NATSOptions(cfg config.Config) bus.ConnectOptions {
+	return bus.ConnectOptions{
+		CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		Token: cfg.NATSToken, TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey,
+	}
+}
+
+// loopbackListen reports whether a host:port listens on loopback only.
+func loopbackListen(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

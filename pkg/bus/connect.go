@@ -1,0 +1,114 @@
+package bus
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions are a client's credentials and TLS settings. Secrets come
+// from files or the environment (TRAWLER_NATS_PASSWORD, TRAWLER_NATS_TOKEN),
+// never from the URL, which is logged.
+type ConnectOptions struct {
+	CredsFile string // a .creds file: user JWT and NKey seed (NATS accounts)
+	NKeyFile  string // a file holding a user NKey seed
+	User      string
+	Password  string
+	Token     string
+	TLSCA     string // PEM file of CAs to trust in addition to the system's
+	TLSCert   string // PEM client certificate (mutual TLS), with TLSKey
+	TLSKey    string
+}
+
+func (o ConnectOptions) options() ([]nats.Option, error) {
+	var opts []nats.Option
+	if o.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	}
+	if o.NKeyFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(o.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey %s: %w", o.NKeyFile, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.User != "" || o.Password != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(o.TLSCA))
+	}
+	if o.TLSCert != "" || o.TLSKey != "" {
+		if o.TLSCert == "" || o.TLSKey == "" {
+			return nil, fmt.Errorf("--nats-tls-cert and --nats-tls-key go together")
+		}
+		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
+	}
+	return opts, nil
+}
+
+// Connect opens a client connection to an external NATS server (url may
+// list several, comma-separated) that retries forever on disconnects, as a
+// long-running service must. Errors name the servers without credentials.
+func Connect(url, name string, o ConnectOptions) (*nats.Conn, error) {
+	auth, err := o.options()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.Timeout(5 * time.Second),
+	}, auth...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %s", Redact(url), redactIn(err.Error(), url))
+	}
+	return nc, nil
+}
+
+// Redact returns a NATS URL list with every password and token replaced by
+// "xxxxx", for logs and errors.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			if strings.Contains(p, "@") { // unparseable with credentials: hide them all
+				parts[i] = "xxxxx@" + p[strings.LastIndex(p, "@")+1:]
+			}
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			parts[i] = u.Redacted()
+		} else { // a token or a user alone: both secret enough
+			u.User = url.User("xxxxx")
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// redactIn removes the credentials of urls from msg (a library's error may
+// quote the URL it was given).
+func redactIn(msg, urls string) string {
+	for _, p := range strings.Split(urls, ",") {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if pw, has := u.User.Password(); has && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		} else if name := u.User.Username(); name != "" {
+			msg = strings.ReplaceAll(msg, name, "xxxxx")
+		}
+	}
+	return msg
+}
