@@ -302,6 +302,11 @@ func TestRefusedValues(t *testing.T) {
 		{[]string{"logFormat=xml"}, "logFormat"},
 		{[]string{"config.prefix=bad prefix"}, "prefix"},
 		{[]string{"config.nats=nats://elsewhere:4222"}, "config/nats"},
+		// Secrets never go into the ConfigMap.
+		{[]string{"config.redis-password=hunter2"}, "redis-password"},
+		{[]string{"config.nats-password=hunter2"}, "nats-password"},
+		{[]string{"config.nats-token=hunter2"}, "nats-token"},
+		{[]string{"networkPolicy.extraDeniedCIDRs={2001:db8::/32}"}, "extraDeniedCIDRs"},
 		{[]string{"nats.servers={nats://host:4222}"}, "servers"},
 		{[]string{"services.fetcher.keda.lagThreshold=0"}, "lagThreshold"},
 		{[]string{"image.digest=latest"}, "digest"},

@@ -56,21 +56,15 @@ app.kubernetes.io/component: {{ .svc }}
 {{- end -}}
 
 {{/*
-The NATS URL list. Credentials are Kubernetes $(VAR) references to
-environment variables the container defines from the Secret just before
-TRAWLER_NATS, so they never appear in the Deployment.
+The NATS URL list, without credentials: the URL is logged. The user and
+password or the token reach the services as TRAWLER_NATS_USER,
+TRAWLER_NATS_PASSWORD and TRAWLER_NATS_TOKEN from the Secret.
 */}}
 {{- define "trawler.natsURL" -}}
 {{- $scheme := ternary "tls" "nats" .Values.nats.tls.enabled -}}
-{{- $cred := "" -}}
-{{- if eq .Values.nats.auth.mode "userPassword" -}}
-{{- $cred = "$(NATS_USER):$(NATS_PASSWORD)@" -}}
-{{- else if eq .Values.nats.auth.mode "token" -}}
-{{- $cred = "$(NATS_TOKEN)@" -}}
-{{- end -}}
 {{- $urls := list -}}
 {{- range .Values.nats.servers -}}
-{{- $urls = append $urls (printf "%s://%s%s" $scheme $cred .) -}}
+{{- $urls = append $urls (printf "%s://%s" $scheme .) -}}
 {{- end -}}
 {{- join "," $urls -}}
 {{- end -}}
