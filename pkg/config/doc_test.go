@@ -25,3 +25,31 @@ func TestEverySettingIsDocumented(t *testing.T) {
 		}
 	})
 }
+
+// No flag's help has backquotes: the flag package would take the quoted
+// words for the argument's name ("--trace-dir trawler cachesim").
+func TestFlagHelpHasNoBackquotes(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var c Config
+	c.Register(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.Contains(f.Usage, "`") {
+			t.Errorf("--%s: help has backquotes: %q", f.Name, f.Usage)
+		}
+	})
+}
+
+// The reference's tables have no blank line inside them (Markdown would
+// end the table there and print the rest as text).
+func TestConfigurationTablesAreWhole(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := 1; i+1 < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "" && strings.HasPrefix(lines[i-1], "|") && strings.HasPrefix(lines[i+1], "| `") {
+			t.Errorf("docs/configuration.md:%d: a blank line splits a table", i+1)
+		}
+	}
+}
