@@ -7,6 +7,8 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +18,12 @@ import (
 
 // Request is one request as the server saw it.
 type Request struct {
-	Host       int
-	Path       string
+	Host int
+	// Path is the request's target normalized as a crawler's canonical
+	// URL is (dot segments resolved, percent-escapes decoded, an empty
+	// query dropped): two requests of one Path asked for the same page.
+	// Raw is the target as sent.
+	Path, Raw  string
 	Start, End time.Time
 	// Sent is when the server began writing the response's last bytes
 	// (its body, or End for a response without one): the client cannot
@@ -31,10 +37,13 @@ type Request struct {
 // Server serves a Web: one listener per host address. It logs every request
 // and tracks, per host, how many requests are served at once.
 type Server struct {
-	web   *Web
-	hosts []*hostState
-	srvs  []*http.Server
-	wg    sync.WaitGroup
+	web      *Web
+	hosts    []*hostState
+	handlers []http.HandlerFunc
+	srvs     []*http.Server
+	wg       sync.WaitGroup
+	dns      net.PacketConn // the discovery mode's DNS server
+	proxy    string         // the discovery mode's HTTP proxy, host:port
 }
 
 type hostState struct {
@@ -49,16 +58,66 @@ func Serve(w *Web) (*Server, error) {
 	s := &Server{web: w, hosts: make([]*hostState, w.cfg.Hosts)}
 	for h := range s.hosts {
 		s.hosts[h] = &hostState{}
+		s.handlers = append(s.handlers, s.handler(h))
 		ln, err := net.Listen("tcp", w.Addr(h))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("websim: %w (on Linux all of 127.0.0.0/8 is loopback; elsewhere add the addresses)", err)
 		}
-		srv := &http.Server{Handler: s.handler(h), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: s.handlers[h], ReadHeaderTimeout: 10 * time.Second}
 		s.srvs = append(s.srvs, srv)
 		s.wg.Go(func() { _ = srv.Serve(ln) })
 	}
+	if w.cfg.Discovery {
+		if err := s.serveDNS(); err != nil {
+			s.Close()
+			return nil, err
+		}
+		if err := s.serveProxy(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// DNSAddr is the address (127.0.0.1:port, UDP) of the discovery mode's DNS
+// server, which answers the A records of the web's host names; "" for a
+// seeded web, whose hosts are addresses.
+func (s *Server) DNSAddr() string {
+	if s.dns == nil {
+		return ""
+	}
+	return s.dns.LocalAddr().String()
+}
+
+// ProxyAddr is the address (127.0.0.1:port) of the discovery mode's HTTP
+// proxy, for clients that resolve names only through the system (GNU
+// Wget): it hands each request to its host's handler, so the audit sees it
+// as if sent to the host directly. "" for a seeded web.
+func (s *Server) ProxyAddr() string { return s.proxy }
+
+func (s *Server) serveProxy() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("websim proxy: %w", err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		host := req.URL.Host
+		if host == "" {
+			host = req.Host
+		}
+		h := s.web.HostOf(host)
+		if h < 0 {
+			http.Error(rw, "websim proxy: not a host of this web: "+host, http.StatusBadGateway)
+			return
+		}
+		s.handlers[h](rw, req)
+	})}
+	s.srvs = append(s.srvs, srv)
+	s.proxy = ln.Addr().String()
+	s.wg.Go(func() { _ = srv.Serve(ln) })
+	return nil
 }
 
 // Close stops every listener and waits for them.
@@ -69,6 +128,9 @@ func (s *Server) Close() {
 		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			_ = srv.Close()
 		}
+	}
+	if s.dns != nil {
+		_ = s.dns.Close()
 	}
 	s.wg.Wait()
 }
@@ -113,7 +175,7 @@ func (s *Server) handler(h int) http.HandlerFunc {
 			sent = end // headers only: they leave when the handler returns
 		}
 		hs.mu.Lock()
-		hs.log = append(hs.log, Request{Host: h, Path: req.URL.RequestURI(), Start: start, End: end, Sent: sent, Status: status})
+		hs.log = append(hs.log, Request{Host: h, Path: Target(req.URL), Raw: req.URL.RequestURI(), Start: start, End: end, Sent: sent, Status: status})
 		hs.mu.Unlock()
 	}
 }
@@ -122,7 +184,7 @@ func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
 	if d := s.web.latencies[h]; d > 0 {
 		time.Sleep(d)
 	}
-	path := req.URL.RequestURI()
+	path := Target(req.URL)
 	res := s.web.Resolve(h, path)
 	switch {
 	case res.Kind == KindRobots:
@@ -142,6 +204,27 @@ func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
 	return res.Status
 }
 
+// Target is the request target of u normalized as a crawler's canonical URL
+// is: the path with its percent-escapes decoded and its dot segments
+// resolved, the query unless it is empty.
+func Target(u *url.URL) string {
+	p := u.Path
+	if p == "" {
+		p = "/"
+	}
+	if strings.Contains(p, "/.") || strings.Contains(p, "//") {
+		c := path.Clean(p)
+		if strings.HasSuffix(p, "/") && c != "/" {
+			c += "/"
+		}
+		p = c
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}
+
 // filler is prose that pads pages to their size; slices of it are cheap.
 var filler = strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. ", 2200)
 
@@ -150,6 +233,9 @@ var topicWords = []string{"astronomy", "baking", "cycling", "databases", "econom
 // Page renders the HTML of page (h, path): a title, a topic line, and its
 // links as anchors spread between paragraphs of filler up to BodySize.
 func (w *Web) Page(h int, path string) []byte {
+	if w.cfg.Discovery {
+		return w.discoveryPage(h, path)
+	}
 	links := w.Links(h, path)
 	size := w.BodySize(h, path)
 	b := make([]byte, 0, size+256)

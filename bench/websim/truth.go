@@ -90,6 +90,10 @@ type Audit struct {
 	Fetched    int // distinct URLs of the truth requested
 	Missing    int // URLs of the truth never requested
 	Duplicates int // requests of a URL already requested (robots.txt excluded)
+	// Aliases are the duplicates requested under another spelling than the
+	// first request (an empty query, a path with dot segments): the
+	// crawler's canonical form did not see them as one URL.
+	Aliases    int
 	Violations int // requests of URLs robots.txt disallows
 	TrapHits   int // requests of trap URLs
 	Unknown    int // other requests outside the truth
@@ -103,6 +107,9 @@ type Audit struct {
 	// the crawler's own loop adds before it asks a host again, which bounds
 	// a polite crawl at hosts / (MeanGapPages + response time) pages/s.
 	MeanGapPages time.Duration
+	// MedianGapPages is their median: with no delay, the crawler's own
+	// turnaround per host, from a response to its next request there.
+	MedianGapPages time.Duration
 	// GapsBelow counts gaps (pages only) shorter than the delay given to
 	// Judge, counted from End: a short one may be the server's own
 	// scheduling (see Request.Sent).
@@ -127,9 +134,9 @@ func (a Audit) Completeness() float64 {
 // the politeness gap the crawler was given.
 func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, delay time.Duration) Audit {
 	a := Audit{MinGap: -1, MinGapPages: -1}
-	seen := map[string]bool{}
+	seen := map[string]string{} // URL -> the target as first requested
 	var gapSum time.Duration
-	gaps := 0
+	var gapList []time.Duration
 	for h, reqs := range log {
 		if maxConcurrent != nil {
 			a.MaxConcurrent = max(a.MaxConcurrent, maxConcurrent(h))
@@ -158,7 +165,7 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 				g := r.Start.Sub(prevPageEnd)
 				a.MinGapPages = minGap(a.MinGapPages, g)
 				gapSum += g
-				gaps++
+				gapList = append(gapList, g)
 				if g < delay {
 					a.GapsBelow++
 				}
@@ -168,11 +175,14 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 			}
 			prevPageEnd, prevPageSent = r.End, r.Sent
 			u := origin + r.Path
-			if seen[u] {
+			if first, ok := seen[u]; ok {
 				a.Duplicates++
+				if r.Raw != "" && first != "" && r.Raw != first {
+					a.Aliases++
+				}
 				continue
 			}
-			seen[u] = true
+			seen[u] = r.Raw
 			switch _, ok := t.URLs[u]; {
 			case ok:
 				a.Fetched++
@@ -186,8 +196,13 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 		}
 	}
 	a.Missing = len(t.URLs) - a.Fetched
-	if gaps > 0 {
-		a.MeanGapPages = gapSum / time.Duration(gaps)
+	if n := len(gapList); n > 0 {
+		a.MeanGapPages = gapSum / time.Duration(n)
+		sort.Slice(gapList, func(i, j int) bool { return gapList[i] < gapList[j] })
+		a.MedianGapPages = gapList[n/2]
+		if n%2 == 0 {
+			a.MedianGapPages = (gapList[n/2-1] + gapList[n/2]) / 2
+		}
 	}
 	return a
 }

@@ -36,8 +36,23 @@ type Config struct {
 	// calendar, ever-longer URLs and an endless redirect chain. They are
 	// not part of the ground truth.
 	Traps bool
-	// SeedHosts is how many hosts' home pages are seeds; default all.
+	// SeedHosts is how many hosts' home pages are seeds; default all (one
+	// in the discovery mode).
 	SeedHosts int
+	// Discovery makes the web look like the one a crawler meets (see
+	// discovery.go): hosts with names (siteN.test, answered by the web's
+	// own DNS server, Server.DNSAddr), found from one seed by following
+	// links, every home page linking the next host's so that all are
+	// reachable; links written in every form pages use (absolute,
+	// scheme-relative, host-relative, ../x, ./x, bare names, fragments,
+	// empty queries, the default port, upper-case hosts) and pages of
+	// varied text in a realistic HTML shell. Off: the seeded web of the
+	// first benchmarks (IP hosts, every home page a seed, simple hrefs).
+	Discovery bool
+	// Block is the second octet of the hosts' loopback addresses,
+	// 127.Block.x.y; default 1. Webs served at once need their own blocks
+	// when they share a port.
+	Block int
 }
 
 // The shape of the link graph (Broder, Najork and Wiener 2003; the link
@@ -82,10 +97,16 @@ func New(cfg Config) (*Web, error) {
 	if cfg.Port == 0 {
 		cfg.Port = 18080
 	}
+	if cfg.Block == 0 {
+		cfg.Block = 1
+	}
+	if cfg.SeedHosts == 0 && cfg.Discovery {
+		cfg.SeedHosts = 1
+	}
 	if cfg.SeedHosts == 0 || cfg.SeedHosts > cfg.Hosts {
 		cfg.SeedHosts = cfg.Hosts
 	}
-	if cfg.Hosts < 1 || cfg.Hosts > 250*250 || cfg.Pages < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Topics < 0 || cfg.Latency < 0 {
+	if cfg.Block < 1 || cfg.Block > 254 || cfg.Hosts < 1 || cfg.Hosts > 250*250 || cfg.Pages < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Topics < 0 || cfg.Latency < 0 {
 		return nil, fmt.Errorf("websim: bad config %+v", cfg)
 	}
 	w := &Web{cfg: cfg, hostZipf: newZipf(cfg.Hosts, hostZipfS), pageZipf: newZipf(cfg.Pages, pageZipfS)}
@@ -110,22 +131,66 @@ func New(cfg Config) (*Web, error) {
 // Config returns the configuration with defaults filled in.
 func (w *Web) Config() Config { return w.cfg }
 
-// Addr is host h's listen address, 127.1.x.y:port (x, y from 1 to 250).
+// Addr is host h's listen address, 127.Block.x.y:port (x, y from 1 to 250).
 func (w *Web) Addr(h int) string {
-	return fmt.Sprintf("127.1.%d.%d:%d", h/250+1, h%250+1, w.cfg.Port)
+	return fmt.Sprintf("%s:%d", w.IP(h), w.cfg.Port)
 }
 
-// Origin is host h's scheme://address.
-func (w *Web) Origin(h int) string { return "http://" + w.Addr(h) }
+// IP is host h's loopback address, 127.Block.x.y.
+func (w *Web) IP(h int) string {
+	return fmt.Sprintf("127.%d.%d.%d", w.cfg.Block, h/250+1, h%250+1)
+}
 
-// HostOf maps an address back to its host index (-1 if not of this web).
-func (w *Web) HostOf(addr string) int {
-	ip, port, ok := strings.Cut(addr, ":")
-	if !ok || port != strconv.Itoa(w.cfg.Port) {
+// Name is host h's name in URLs: siteN.test in the discovery mode, its
+// address otherwise.
+func (w *Web) Name(h int) string {
+	if w.cfg.Discovery {
+		return "site" + strconv.Itoa(h) + ".test"
+	}
+	return w.IP(h)
+}
+
+// HostPort is host h's authority in canonical URLs: its name, with the
+// port unless it is 80.
+func (w *Web) HostPort(h int) string {
+	if w.cfg.Port == 80 {
+		return w.Name(h)
+	}
+	return w.Name(h) + ":" + strconv.Itoa(w.cfg.Port)
+}
+
+// Origin is host h's canonical scheme://authority.
+func (w *Web) Origin(h int) string { return "http://" + w.HostPort(h) }
+
+// HostOf maps an authority (host[:port], a name or an address, any case)
+// back to its host index (-1 if not of this web).
+func (w *Web) HostOf(authority string) int {
+	host, port, ok := strings.Cut(authority, ":")
+	if !ok {
+		port = "80"
+	}
+	if port != strconv.Itoa(w.cfg.Port) {
 		return -1
 	}
+	return w.hostNamed(host)
+}
+
+// hostNamed maps a host name or address, any case, to its host index (-1
+// if not of this web).
+func (w *Web) hostNamed(host string) int {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if w.cfg.Discovery {
+		if n, ok := strings.CutPrefix(host, "site"); ok {
+			if n, ok := strings.CutSuffix(n, ".test"); ok {
+				h, err := strconv.Atoi(n)
+				if err == nil && h >= 0 && h < w.cfg.Hosts && strconv.Itoa(h) == n {
+					return h
+				}
+			}
+		}
+	}
 	var a, b, x, y int
-	if n, err := fmt.Sscanf(ip, "%d.%d.%d.%d", &a, &b, &x, &y); n != 4 || err != nil || a != 127 || b != 1 {
+	if n, err := fmt.Sscanf(host, "%d.%d.%d.%d", &a, &b, &x, &y); n != 4 || err != nil || a != 127 || b != w.cfg.Block {
 		return -1
 	}
 	h := (x-1)*250 + (y - 1)
@@ -226,7 +291,8 @@ func pagePath(n int) string {
 	return "/p/" + strconv.Itoa(n)
 }
 
-// Link is one href of a page: Href as written in the HTML, URL absolute.
+// Link is one href of a page: Href as written in the HTML, URL absolute and
+// canonical.
 type Link struct {
 	Href string
 	URL  string
@@ -255,6 +321,12 @@ func (w *Web) Links(h int, path string) []Link {
 	links = append(links, local("/"))
 	if n+1 < w.cfg.Pages {
 		links = append(links, local(pagePath(n+1)))
+	}
+	// In the discovery mode every home page also links the next host's, so
+	// every host is reachable from the one seed.
+	if w.cfg.Discovery && n == 0 && res.salt == 0 && w.cfg.Hosts > 1 {
+		next := w.Origin((h+1)%w.cfg.Hosts) + "/"
+		links = append(links, Link{Href: next, URL: next})
 	}
 	if w.cfg.Traps && r.float() < trapPageShare {
 		switch r.intn(3) {
@@ -316,6 +388,9 @@ func (w *Web) Links(h int, path string) []Link {
 	distinct = len(links)
 	for len(links) < k {
 		links = append(links, links[r.intn(distinct)])
+	}
+	if w.cfg.Discovery {
+		links = w.writeHrefs(h, path, res, links)
 	}
 	return links
 }
