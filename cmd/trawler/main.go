@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
-		case errors.Is(err, errInterrupted):
+		case errors.Is(err, errInterrupted), errors.Is(err, errStatusInterrupted):
 			fmt.Fprintln(stderr, "trawler:", err)
 			return 130
 		default:

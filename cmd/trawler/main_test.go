@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
 func trawler(t *testing.T, args ...string) (int, string, string) {
@@ -136,5 +139,34 @@ func TestRefusedSeedFailsTheRunAtOnce(t *testing.T) {
 	}
 	if hits != 0 {
 		t.Errorf("the refused server was reached %d times", hits)
+	}
+}
+
+// Issue 18 #5: tap says when no stream holds its subject, and ends with a
+// message when the NATS server goes away instead of waiting forever.
+func TestTapSaysWhatItWaitsForAndEndsWhenTheBusGoes(t *testing.T) {
+	defer func(d time.Duration) { busLostAfter = d }(busLostAfter)
+	busLostAfter = 500 * time.Millisecond
+	ns, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var code int
+	var stderr string
+	go func() {
+		defer close(done)
+		code, _, stderr = trawler(t, "tap", "--nats", ns.ClientURL(), "no.such.subject")
+	}()
+	time.Sleep(500 * time.Millisecond) // tap is listening
+	ns.Shutdown()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("tap did not end after its NATS server went away")
+	}
+	if code != 1 || !strings.Contains(stderr, "no stream of this NATS holds trawler.no.such.subject") ||
+		!strings.Contains(stderr, "lost the NATS connection") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -26,6 +26,9 @@ import (
 // a screen refreshed every --every (--watch), as status lines until the
 // crawl is over (--wait), or as JSON (--json; one object per line with
 // --watch or --wait).
+// errStatusInterrupted ends status --wait on Ctrl-C (the crawl goes on).
+var errStatusInterrupted = errors.New("interrupted: status stopped waiting; the crawl goes on")
+
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var wait, watch, asJSON bool
 	var every time.Duration
@@ -71,8 +74,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	t := time.NewTicker(min(every, 250*time.Millisecond))
 	defer t.Stop()
-	var lastShown time.Time
+	var lastShown, downSince time.Time
 	for {
+		if done, err := stillConnected(a.nc, &downSince); done {
+			return err // the crawl's NATS is gone (a trawler run that ended)
+		}
 		rep, err := r.next(ctx)
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "trawler status:", err)
@@ -101,7 +107,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		select {
 		case <-ctx.Done():
 			if wait {
-				return errInterrupted
+				return errStatusInterrupted
 			}
 			return nil
 		case <-t.C:

@@ -60,11 +60,23 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer stop()
+	if _, err := a.js.StreamNameBySubject(ctx, subject); errors.Is(err, jetstream.ErrStreamNotFound) {
+		fmt.Fprintf(stderr, "trawler tap: no stream of this NATS holds %s; listening for it as a plain subject (check the name and --prefix %s: 'trawler help tap')\n", subject, cfg.Prefix)
+	}
+	lost := time.NewTicker(time.Second)
+	defer lost.Stop()
+	var downSince time.Time
 	for n := 0; maxN == 0 || n < maxN; n++ {
 		var m tapped
+	wait:
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-lost.C:
+			if done, err := stillConnected(a.nc, &downSince); done {
+				return err
+			}
+			goto wait
 		case m = <-msgs:
 		}
 		if err := printTapped(stdout, m, format); err != nil {
@@ -72,6 +84,27 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// busLostAfter is how long tap and status --wait wait for a lost NATS
+// connection to come back before they give up with a message.
+var busLostAfter = 15 * time.Second
+
+// stillConnected tracks nc's connection: it reports done, with the error to
+// return, once the connection has been down for busLostAfter (the crawl, or
+// the server, is gone) or was closed.
+func stillConnected(nc *nats.Conn, downSince *time.Time) (bool, error) {
+	switch {
+	case nc.IsClosed():
+		return true, errors.New("the NATS connection was closed")
+	case nc.IsConnected():
+		*downSince = time.Time{}
+	case downSince.IsZero():
+		*downSince = time.Now()
+	case time.Since(*downSince) > busLostAfter:
+		return true, fmt.Errorf("lost the NATS connection %s ago and it did not come back: is the crawl (or the NATS server) still running?", busLostAfter)
+	}
+	return false, nil
 }
 
 // attached is a read-only connection to a crawl's NATS: unlike the
