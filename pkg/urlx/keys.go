@@ -14,9 +14,8 @@ import (
 // the port is not the scheme's default (u.Host), e.g. "example.com" or
 // "example.com:8080". Politeness, partitioning and per-host queues use it.
 func Host(canonical string) (string, error) {
-	if IsCanonical(canonical) { // the common case: no parse
-		rest := canonical[strings.Index(canonical, "://")+3:]
-		return rest[:strings.IndexByte(rest, '/')], nil
+	if h, ok := canonicalHostKey(canonical); ok { // the common case: no parse
+		return h, nil
 	}
 	u, err := url.Parse(canonical)
 	if err != nil {

@@ -87,14 +87,18 @@ var hrefForms = []hrefForm{
 		return pick(r, []string{"http", "https"}) + "://" + pick(r, mixHosts) + mixPath(r, r.IntN(3))
 	}},
 	{20, func(r *rand.Rand, _ *url.URL) string { return "https://" + pick(r, mixHosts) + "/" }},
-	{20, func(r *rand.Rand, _ *url.URL) string { return "https://" + pick(r, mixHosts) + mixPath(r, 1) + mixQuery(r) + "#x" }},
+	{20, func(r *rand.Rand, _ *url.URL) string {
+		return "https://" + pick(r, mixHosts) + mixPath(r, 1) + mixQuery(r) + "#x"
+	}},
 	{40, func(r *rand.Rand, _ *url.URL) string { return "//" + pick(r, mixHosts) + mixPath(r, 1+r.IntN(2)) }}, // scheme-relative
 	{60, func(r *rand.Rand, _ *url.URL) string { return strings.TrimPrefix(mixPath(r, 1+r.IntN(2)), "/") }},   // bare names
 	{15, func(r *rand.Rand, _ *url.URL) string { return pick(r, mixWords) + mixQuery(r) }},
 	{30, func(r *rand.Rand, _ *url.URL) string { return "../" + strings.TrimPrefix(mixPath(r, 1+r.IntN(2)), "/") }},
 	{10, func(r *rand.Rand, _ *url.URL) string { return "../../" + pick(r, mixWords) }},
 	{25, func(r *rand.Rand, _ *url.URL) string { return "./" + strings.TrimPrefix(mixPath(r, 1), "/") }},
-	{50, func(r *rand.Rand, _ *url.URL) string { return "#" + pick(r, []string{"", "top", "content", "section-2", "main"}) }},
+	{50, func(r *rand.Rand, _ *url.URL) string {
+		return "#" + pick(r, []string{"", "top", "content", "section-2", "main"})
+	}},
 	{15, func(r *rand.Rand, _ *url.URL) string { return mixQuery(r) }},
 	{25, func(r *rand.Rand, _ *url.URL) string { // percent-escapes
 		return pick(r, []string{"/wiki/Caf%C3%A9", "/search?q=caf%c3%a9&x=%2F", "/files/My%20Document.pdf", "/%7Euser/", "/a%2fb", "/tag/c%2B%2B"})
@@ -115,7 +119,9 @@ var hrefForms = []hrefForm{
 	{5, func(r *rand.Rand, _ *url.URL) string { return "" }},
 	{5, func(r *rand.Rand, _ *url.URL) string { return "/a/./b/../c" + mixPath(r, 1) }},
 	{5, func(r *rand.Rand, _ *url.URL) string { return "http://192.168.1.1/" + pick(r, mixWords) }},
-	{5, func(r *rand.Rand, _ *url.URL) string { return "/search?q=" + pick(r, mixWords) + " " + pick(r, mixWords) }},
+	{5, func(r *rand.Rand, _ *url.URL) string {
+		return "/search?q=" + pick(r, mixWords) + " " + pick(r, mixWords)
+	}},
 }
 
 // linkMix returns pages pages of linksPerPage links each, the same every time.
@@ -154,7 +160,9 @@ var (
 // (64 pages of 64 links): per page, the page URL canonicalized and prepared
 // as a base (amortized over its links); per link, Base.Resolve, then Host and
 // Fingerprint of the result. One op is one link; ns/URL repeats ns/op for the
-// component report.
+// component report; cpu-ns/URL is the process's CPU time per link (the
+// garbage collector's included), steadier than ns/URL on a machine busy
+// with other work.
 func BenchmarkCanonicalizeMix(b *testing.B) {
 	benchmarkMix(b)
 }
@@ -163,6 +171,7 @@ func benchmarkMix(b *testing.B) {
 	pages := linkMix(64, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, cpuOK := processCPU()
 	var base *Base
 	p, l := 0, 0
 	for i := 0; i < b.N; i++ {
@@ -192,4 +201,7 @@ func benchmarkMix(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/URL")
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/URL")
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -42,6 +43,28 @@ var ErrInvalid = errors.New("invalid URL")
 // ErrUnsupportedScheme is wrapped (along with ErrInvalid) when a URL is well
 // formed but not http or https, such as mailto: or javascript: links.
 var ErrUnsupportedScheme = fmt.Errorf("%w: unsupported scheme", ErrInvalid)
+
+// commonSchemes are the other schemes links often have; their errors are
+// made once.
+var commonSchemes = func() map[string]error {
+	m := map[string]error{}
+	for _, s := range []string{"mailto", "javascript", "tel", "data", "ftp", "file", "sms", "whatsapp", "callto", "skype", "fax", "intent", "market", "itms-apps", "about", "blob", "ws", "wss"} {
+		m[s] = newUnsupportedScheme(s)
+	}
+	return m
+}()
+
+// unsupportedScheme is the error for a lower-case scheme other than http(s).
+func unsupportedScheme(scheme string) error {
+	if err, ok := commonSchemes[scheme]; ok {
+		return err
+	}
+	return newUnsupportedScheme(scheme)
+}
+
+func newUnsupportedScheme(scheme string) error {
+	return fmt.Errorf("%w %q", ErrUnsupportedScheme, truncate(scheme, 32))
+}
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -93,6 +116,14 @@ type baseURL struct {
 	scheme, host, path, query string
 	hasQuery                  bool
 	hostport                  string // host, canonical
+
+	// For fastCanonicalize: whether relative references may take the fast
+	// path (the path and query are canonical, net/url reads the host as
+	// ours), and the path's directory without its last '/' ("/a/b" for
+	// "/a/b/c") with its number of segments.
+	fast        bool
+	dir         string
+	dirSegments int
 }
 
 func newBase(u *url.URL) (*baseURL, error) {
@@ -104,27 +135,54 @@ func newBase(u *url.URL) (*baseURL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &baseURL{
+	b := &baseURL{
 		scheme:   scheme,
 		host:     u.Host,
 		hostport: hostport,
 		path:     u.EscapedPath(),
 		query:    u.RawQuery,
 		hasQuery: u.RawQuery != "" || u.ForceQuery,
-	}, nil
+	}
+	b.fast = (b.path == "" || plainPath(b.path)) && (!b.hasQuery || plainQuery(b.query)) && b.stdlibReadsHost()
+	if i := strings.LastIndexByte(b.path, '/'); i > 0 {
+		b.dir = b.path[:i]
+		b.dirSegments = strings.Count(b.dir, "/")
+	}
+	return b, nil
+}
+
+// stdlibReadsHost reports whether net/url reads the host of URLs on this
+// base (with a canonical path and query) as the base's canonical host: a
+// plain one (IsCanonical's rules), or one net/url was asked about.
+func (b *baseURL) stdlibReadsHost() bool {
+	host, port, hasPort := strings.Cut(b.hostport, ":")
+	if plainHost(host) && (!hasPort || plainPort(port, strconv.Itoa(defaultPort(b.scheme)))) {
+		return true
+	}
+	return checkStdlib(b.scheme+"://"+b.hostport+"/", b.hostport) == nil
 }
 
 func isWebScheme(s string) bool { return s == "http" || s == "https" }
 
-// canonicalize follows the WHATWG URL parser for special schemes where it
-// decides what a reference means, then applies the canonical rules.
+// canonicalize resolves s against base (nil: s must be absolute) and
+// canonicalizes it: ordinary references on the fast path (fast.go), the
+// others on the full one.
 func canonicalize(base *baseURL, s string) (string, error) {
+	if out, ok := fastCanonicalize(base, s); ok {
+		return out, nil
+	}
+	return canonicalizeFull(base, s)
+}
+
+// canonicalizeFull follows the WHATWG URL parser for special schemes where it
+// decides what a reference means, then applies the canonical rules.
+func canonicalizeFull(base *baseURL, s string) (string, error) {
 	s = clean(s)
 	scheme, rest, ok := splitScheme(s)
 	if ok {
 		scheme = strings.ToLower(scheme)
 		if !isWebScheme(scheme) {
-			return "", fmt.Errorf("%w %q", ErrUnsupportedScheme, truncate(scheme, 32))
+			return "", unsupportedScheme(scheme)
 		}
 	}
 	if len(s) > MaxLength {
