@@ -25,9 +25,11 @@ const (
 	cHostName                // letters, digits, '-', '_', '.': a plain host name, any case
 	cStop                    // the end of a path: '?', '#'; tabs and newlines and '\\', which the fast path declines
 	cLowerHost               // a-z, 0-9, '-', '_': in a canonical host name
+	cSegment                 // safe, but '/': copied as it is within a path segment
+	cQuery                   // safe or '?': copied as it is in a query
 )
 
-var charClass = func() (t [256]uint8) {
+var charClass = func() (t [256]uint16) {
 	for i := range t {
 		c := byte(i)
 		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
@@ -54,6 +56,12 @@ var charClass = func() (t [256]uint8) {
 		}
 		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' {
 			t[i] |= cLowerHost
+		}
+		if t[i]&cSafe != 0 && c != '/' {
+			t[i] |= cSegment
+		}
+		if t[i]&cSafe != 0 || c == '?' {
+			t[i] |= cQuery
 		}
 	}
 	return t
@@ -130,12 +138,45 @@ func canonicalHostKey(s string) (string, bool) {
 	if i == len(s) {
 		return "", false // canonical URLs always have a path
 	}
-	key := s[start:i]
-	path, query, hasQuery := strings.Cut(s[i:], "?")
-	if !plainPath(path) || (hasQuery && !plainQuery(query)) {
+	if !plainPathQuery(s[i:]) {
 		return "", false
 	}
-	return key, true
+	return s[start:i], true
+}
+
+// plainPathQuery is plainPath of what precedes the first '?' and plainQuery
+// of what follows it, in one pass.
+func plainPathQuery(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	seg := 1 // start of the current segment
+	i := 1
+	for ; i < len(p); i++ {
+		c := p[i]
+		if charClass[c]&cSegment != 0 {
+			continue
+		}
+		if c == '/' || c == '?' {
+			if i-seg <= 2 && isDotSegment(p[seg:i]) {
+				return false
+			}
+			if c == '?' {
+				break
+			}
+			seg = i + 1
+			continue
+		}
+		if c != '%' || i+2 >= len(p) || !upperHex(p[i+1]) || !upperHex(p[i+2]) ||
+			unreservedByte(unhex(p[i+1])<<4|unhex(p[i+2])) {
+			return false // not a canonical escape
+		}
+		i += 2
+	}
+	if i == len(p) {
+		return !isDotSegment(p[seg:])
+	}
+	return plainQuery(p[i+1:])
 }
 
 // plainHost accepts lower-case LDH labels, or a dotted quad without leading
@@ -208,14 +249,16 @@ func plainPath(p string) bool {
 	seg := 1 // start of the current segment
 	for i := 1; i < len(p); i++ {
 		c := p[i]
-		switch {
-		case c == '/':
-			if isDotSegment(p[seg:i]) {
+		if charClass[c]&cSegment != 0 {
+			continue
+		}
+		switch c {
+		case '/':
+			if i-seg <= 2 && isDotSegment(p[seg:i]) {
 				return false
 			}
 			seg = i + 1
-		case charClass[c]&cSafe != 0:
-		case c == '%':
+		case '%':
 			if i+2 >= len(p) || !upperHex(p[i+1]) || !upperHex(p[i+2]) {
 				return false
 			}
@@ -238,7 +281,7 @@ func plainQuery(q string) bool {
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		switch {
-		case charClass[c]&cSafe != 0 || c == '?':
+		case charClass[c]&cQuery != 0:
 		case c == '%':
 			if i+2 >= len(q) || !ishex(q[i+1]) || !ishex(q[i+2]) {
 				return false
@@ -395,11 +438,34 @@ func fastHostName(h []byte) bool {
 	if len(h)-label > maxLabel {
 		return false
 	}
-	last := h[label:]
-	if last[0] >= '0' && last[0] <= '9' {
-		return false // perhaps a number, so an IPv4 address: the full path decides
+	if last := h[label:]; last[0] >= '0' && last[0] <= '9' {
+		// Perhaps a number, so an IPv4 address: only a dotted quad as
+		// canonicalIPv4 writes it is taken here.
+		return dottedQuadBytes(h)
 	}
 	return true
+}
+
+// dottedQuadBytes is dottedQuad of a host in a buffer.
+func dottedQuadBytes(h []byte) bool {
+	parts, n, digits := 0, 0, 0
+	for i := 0; i <= len(h); i++ {
+		if i == len(h) || h[i] == '.' {
+			if digits == 0 || n > 255 || digits > 1 && h[i-digits] == '0' {
+				return false
+			}
+			parts++
+			n, digits = 0, 0
+			continue
+		}
+		c := h[i]
+		if c < '0' || c > '9' || digits == 3 {
+			return false
+		}
+		n = n*10 + int(c-'0')
+		digits++
+	}
+	return parts == 4
 }
 
 // appendPort appends ":<port>" as canonicalPort writes it; it declines what
@@ -446,11 +512,17 @@ func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) 
 	for {
 		seg := len(buf)
 		buf = append(buf, '/')
-		for ; i < len(p) && p[i] != '/'; i++ {
+		for i < len(p) && p[i] != '/' {
+			run := i
+			for i < len(p) && charClass[p[i]]&cSegment != 0 {
+				i++
+			}
+			buf = append(buf, p[run:i]...)
+			if i == len(p) || p[i] == '/' {
+				break
+			}
 			c := p[i]
 			switch cls := charClass[c]; {
-			case cls&cSafe != 0:
-				buf = append(buf, c)
 			case c == '%':
 				if i+2 < len(p) && charClass[p[i+1]]&charClass[p[i+2]]&cHex != 0 {
 					if d := unhex(p[i+1])<<4 | unhex(p[i+2]); charClass[d]&cUnreserved != 0 {
@@ -469,6 +541,7 @@ func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) 
 			default:
 				return buf, n, false
 			}
+			i++
 		}
 		last := i >= len(p)
 		switch s := buf[seg+1:]; {
@@ -511,10 +584,16 @@ func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) 
 func appendQuery(buf []byte, q string) ([]byte, bool) {
 	buf = append(buf, '?')
 	for i := 0; i < len(q); i++ {
+		run := i
+		for i < len(q) && charClass[q[i]]&cQuery != 0 {
+			i++
+		}
+		buf = append(buf, q[run:i]...)
+		if i == len(q) {
+			break
+		}
 		c := q[i]
 		switch cls := charClass[c]; {
-		case cls&cSafe != 0 || c == '?':
-			buf = append(buf, c)
 		case c == '#':
 			return buf, true
 		case c == '%':

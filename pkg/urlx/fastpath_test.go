@@ -11,7 +11,7 @@ func TestCharClass(t *testing.T) {
 		c := byte(i)
 		for _, k := range []struct {
 			name  string
-			class uint8
+			class uint16
 			want  bool
 		}{
 			{"unreserved", cUnreserved, unreserved(c)},
@@ -178,4 +178,13 @@ func TestFastPathWPT(t *testing.T) {
 		}
 	}
 	t.Logf("fast path took %d vectors", n)
+}
+
+func TestDottedQuadBytes(t *testing.T) {
+	for _, h := range []string{"1.2.3.4", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5", "1..3.4",
+		"1.2.3.4.", ".1.2.3", "1234.1.1.1", "1.2.3.a", "10.0.0.100", "1.2.3.00", "a.1.2.3", "", "9.99.199.249"} {
+		if got, want := dottedQuadBytes([]byte(h)), dottedQuad(h); got != want {
+			t.Errorf("dottedQuadBytes(%q) = %v, dottedQuad %v", h, got, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // canonicalHostPort canonicalizes an authority: userinfo dropped, host
@@ -129,7 +130,46 @@ func toASCII(h string) (string, error) {
 			return l, nil
 		}
 	}
-	return idnaToASCII(h)
+	return cachedIDNAToASCII(h)
+}
+
+// idnaCache remembers what idnaToASCII made of host names (1 to 2 µs each,
+// and the internationalized hosts of a crawl repeat, above all those of the
+// page being parsed): at most idnaCacheSize names of at most
+// idnaCacheKeyMax bytes, all forgotten when it is full.
+var idnaCache struct {
+	sync.RWMutex
+	m map[string]idnaResult
+}
+
+const (
+	idnaCacheSize   = 4096
+	idnaCacheKeyMax = 256
+)
+
+type idnaResult struct {
+	ascii string
+	err   error
+}
+
+func cachedIDNAToASCII(h string) (string, error) {
+	if len(h) > idnaCacheKeyMax {
+		return idnaToASCII(h)
+	}
+	idnaCache.RLock()
+	r, ok := idnaCache.m[h]
+	idnaCache.RUnlock()
+	if ok {
+		return r.ascii, r.err
+	}
+	r.ascii, r.err = idnaToASCII(h)
+	idnaCache.Lock()
+	if len(idnaCache.m) >= idnaCacheSize || idnaCache.m == nil {
+		idnaCache.m = make(map[string]idnaResult, 64)
+	}
+	idnaCache.m[strings.Clone(h)] = r
+	idnaCache.Unlock()
+	return r.ascii, r.err
 }
 
 func isASCII(s string) bool {
