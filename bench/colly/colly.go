@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +27,9 @@ type Options struct {
 	Delay     time.Duration
 	UserAgent string
 	Timeout   time.Duration
+	// Resolve maps host names to addresses, as a hosts file would (the
+	// discovery web's names); empty: the system resolver.
+	Resolve map[string]string
 }
 
 // Stats count what the crawl saw.
@@ -45,7 +50,21 @@ func Crawl(ctx context.Context, o Options) (Stats, error) {
 		c.SetRequestTimeout(o.Timeout)
 	}
 	// Loopback hosts: let the transport keep a connection per host.
-	c.WithTransport(&http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second})
+	tr := &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}
+	if len(o.Resolve) > 0 {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			if ip, ok := o.Resolve[strings.ToLower(host)]; ok {
+				addr = net.JoinHostPort(ip, port)
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	c.WithTransport(tr)
 	rules := make([]*colly.LimitRule, 0, len(o.Hosts))
 	for _, h := range o.Hosts {
 		rules = append(rules, &colly.LimitRule{DomainGlob: h, Parallelism: 1, Delay: o.Delay})

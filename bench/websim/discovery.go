@@ -21,15 +21,21 @@ import (
 //	other host: absolute 50 % (a home page half the time without its
 //	            slash: http://site3.test), scheme-relative 20 %, default
 //	            port 10 %, upper-case host 20 %;
-//	on top:     a fragment (#top, #section-4, a bare #) 10 %, an empty
-//	            query (/p/12?) 3 %; and half the pages link themselves
-//	            with href="#top".
+//	on top:     a fragment (#top, #section-4, a bare #) 10 %; and half
+//	            the pages link themselves with href="#top".
 //
 // The default-port form needs the web on port 80; elsewhere those links
 // are written absolute.
+//
+// One form is not a spelling: an empty query (/p/12?, 0.1 % of links).
+// RFC 3986 (6.2.3) says http://example.com/? "cannot be assumed to be
+// equivalent" to http://example.com/, and the WHATWG URL standard keeps the
+// "?", so such a link is a URL of its own (in Link.URL and the truth) that
+// serves the same page, as duplicate content does on the web: a correct
+// crawler fetches it.
 const (
 	fragmentShare   = 0.10
-	emptyQueryShare = 0.03
+	emptyQueryShare = 0.001
 	selfLinkShare   = 0.5
 )
 
@@ -50,7 +56,12 @@ func (w *Web) writeHrefs(h int, path string, res Resource, links []Link) []Link 
 		} else {
 			href = w.otherHostHref(r, t, tpath)
 		}
-		links[i].Href = decorate(r, href)
+		frag, query := decorations(r)
+		if query {
+			href += "?"
+			links[i].URL += "?"
+		}
+		links[i].Href = href + frag
 	}
 	if res.page >= 0 && r.float() < selfLinkShare {
 		links = append(links, Link{Href: "#top", URL: w.Origin(h) + path})
@@ -142,10 +153,9 @@ func relRef(dir, target string) string {
 	return strings.Repeat("../", strings.Count(dir, "/")-1) + target[1:]
 }
 
-// decorate adds what a crawler must strip or keep to find the same URL: a
-// fragment, an empty query.
-func decorate(r *rng, href string) string {
-	frag := ""
+// decorations draws what a link gets on top of its target: a fragment,
+// which a crawler strips, and an empty query, which makes another URL.
+func decorations(r *rng) (frag string, query bool) {
 	if r.float() < fragmentShare {
 		switch r.intn(3) {
 		case 0:
@@ -156,10 +166,7 @@ func decorate(r *rng, href string) string {
 			frag = "#"
 		}
 	}
-	if r.float() < emptyQueryShare {
-		href += "?"
-	}
-	return href + frag
+	return frag, r.float() < emptyQueryShare
 }
 
 // The text of discovery pages: sentences of made-up words drawn with Zipf
@@ -266,7 +273,7 @@ const discoveryHead = `<meta name="viewport" content="width=device-width, initia
 func (w *Web) discoveryPage(h int, path string) []byte {
 	links := w.Links(h, path)
 	size := w.BodySize(h, path)
-	seed := int(hashString(w.Name(h)+path) & 0x7fffffff)
+	seed := int(hashString(w.Name(h)+strings.TrimSuffix(path, "?")) & 0x7fffffff)
 	title := words(seed, 3+seed%5)
 	b := make([]byte, 0, size+1024)
 	b = fmt.Appendf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s | %s</title>\n<meta name=\"description\" content=\"%s\">\n%s</head>\n<body>\n",

@@ -20,9 +20,9 @@ import (
 type Request struct {
 	Host int
 	// Path is the request's target normalized as a crawler's canonical
-	// URL is (dot segments resolved, percent-escapes decoded, an empty
-	// query dropped): two requests of one Path asked for the same page.
-	// Raw is the target as sent.
+	// URL is (Target: dot segments resolved, percent-escapes decoded):
+	// two requests of one Path asked for the same URL. Raw is the target
+	// as sent.
 	Path, Raw  string
 	Start, End time.Time
 	// Sent is when the server began writing the response's last bytes
@@ -206,7 +206,8 @@ func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
 
 // Target is the request target of u normalized as a crawler's canonical URL
 // is: the path with its percent-escapes decoded and its dot segments
-// resolved, the query unless it is empty.
+// resolved, then the query as sent ("?" alone included: an empty query
+// makes another URL, see discovery.go).
 func Target(u *url.URL) string {
 	p := u.Path
 	if p == "" {
@@ -219,7 +220,7 @@ func Target(u *url.URL) string {
 		}
 		p = c
 	}
-	if u.RawQuery != "" {
+	if u.RawQuery != "" || u.ForceQuery {
 		p += "?" + u.RawQuery
 	}
 	return p

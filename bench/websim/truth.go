@@ -3,6 +3,7 @@ package websim
 import (
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,10 @@ type Truth struct {
 	Disallowed int
 	// Traps are linked trap entrances (trap mode); not in URLs.
 	Traps int
+	// EmptyQuery counts the URLs of URLs with an empty query ("/p/12?",
+	// discovery mode): URLs of their own that serve what the URL without
+	// the "?" serves.
+	EmptyQuery int
 }
 
 // Truth walks the link graph breadth-first from the seeds.
@@ -39,6 +44,9 @@ func (w *Web) Truth() Truth {
 		}
 		res := w.Resolve(h, path)
 		t.URLs[u] = res.Kind
+		if strings.HasSuffix(u, "?") {
+			t.EmptyQuery++
+		}
 		var next []string
 		switch res.Kind {
 		case KindPage:
@@ -91,8 +99,8 @@ type Audit struct {
 	Missing    int // URLs of the truth never requested
 	Duplicates int // requests of a URL already requested (robots.txt excluded)
 	// Aliases are the duplicates requested under another spelling than the
-	// first request (an empty query, a path with dot segments): the
-	// crawler's canonical form did not see them as one URL.
+	// first request (dot segments, escapes): the crawler's canonical form
+	// did not see them as one URL.
 	Aliases    int
 	Violations int // requests of URLs robots.txt disallows
 	TrapHits   int // requests of trap URLs

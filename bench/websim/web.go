@@ -238,8 +238,10 @@ type Resource struct {
 	salt   uint64
 }
 
-// Resolve says what host h serves at path.
+// Resolve says what host h serves at path. An empty query serves what the
+// path without it serves.
 func (w *Web) Resolve(h int, path string) Resource {
+	path = strings.TrimSuffix(path, "?")
 	notFound := Resource{Kind: KindNotFound, Status: 404}
 	n, rest, ok := w.pathIndex(path)
 	switch {
@@ -449,6 +451,7 @@ func (w *Web) trapLinks(h int, path string) []Link {
 
 // BodySize is the HTML size of page (h, path), log-normal around 16 KB.
 func (w *Web) BodySize(h int, path string) int {
+	path = strings.TrimSuffix(path, "?")
 	r := newRNG(w.cfg.Seed, uint64(h)+1, hashString(path)|1<<63)
 	return min(max(int(bodyMedian*math.Exp(bodySigma*r.normal())), 512), maxBody)
 }

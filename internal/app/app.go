@@ -265,7 +265,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
-				AllowedTypes: cfg.AllowedTypes, Resolver: res,
+				AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
 			},
 			Log: log, Registerer: d.Registry,
 		}), nil

@@ -18,6 +18,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffyaml"
 
+	"github.com/trawlerhq/trawler/pkg/redact"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -266,6 +267,11 @@ func (c *Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	for _, a := range c.RedisAddrs { // addresses, not URLs: a password in one would be printed
+		if strings.Contains(a, "@") || strings.Contains(a, "://") {
+			errs = append(errs, fmt.Errorf("--redis %s: want host:port; the password goes in TRAWLER_REDIS_PASSWORD (or --redis-password), TLS is --redis-tls", redact.URLs(a)))
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))

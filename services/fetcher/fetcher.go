@@ -7,6 +7,7 @@
 package fetcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -204,7 +205,33 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	dm.Header.Set(messages.HeaderKind, "done")
 	out = append(out, dm)
 	ids = append(ids, "done:"+task.ID)
-	if err := bus.PublishAll(ctx, s.o.JS, out, ids); err != nil {
+	err = bus.PublishAll(ctx, s.o.JS, out, ids)
+	if bus.TooLarge(err) && len(out) == 2 {
+		// Permanent for this page (issue 19: such pages were refetched 10
+		// times and dead-lettered, with no record): record it without its
+		// body and the response's headers, and say why.
+		s.o.Log.Warn("page message over the NATS limits; recorded without its body and headers", "url", task.URL, "err", err)
+		var page messages.Page
+		if p, derr := messages.DecodePage(out[0].Header.Get(messages.HeaderPage)); derr == nil {
+			page = p
+		} else {
+			page = s.record(task, "")
+		}
+		page = bareRecord(page, fmt.Sprintf("page message over the NATS limits (%v): recorded without its body", err))
+		page.Truncated = page.BodySize > 0
+		out[0] = pageMsg(s.o.Names, page, nil)
+		err = bus.PublishAll(ctx, s.o.JS, out, ids)
+	}
+	if bus.TooLarge(err) {
+		// Not even a bare record fits (a server with a tiny max_payload):
+		// the frontier still hears the task is done, with the reason.
+		s.o.Log.Error("page record over the NATS limits; only the done report is published", "url", task.URL, "err", err)
+		done.Error = errorText(fmt.Sprintf("page record over the NATS limits: %v", err))
+		data, _ := json.Marshal(done)
+		out[len(out)-1].Data = data
+		err = bus.PublishAll(ctx, s.o.JS, out[len(out)-1:], ids[len(ids)-1:])
+	}
+	if err != nil {
 		// Let JetStream redeliver the task; the message IDs keep a retry from
 		// publishing the page twice within the duplicate window.
 		s.o.Log.Warn("publishing fetch result failed; task will be redelivered", "url", task.URL, "err", err)
@@ -340,7 +367,7 @@ func (s *Service) addressOf(ctx context.Context, rawURL string) string {
 func (s *Service) record(task messages.FetchTask, why string) messages.Page {
 	return messages.Page{
 		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
-		Depth: task.Depth, Hops: task.Hops, Error: why, FetchedAt: time.Now().UTC(),
+		Depth: task.Depth, Hops: task.Hops, Error: errorText(why), FetchedAt: time.Now().UTC(),
 	}
 }
 
@@ -381,7 +408,7 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 		BodySize: len(r.Body), Truncated: r.Truncated, Skipped: r.Skipped, Encoding: r.Encoding,
 	}
 	if r.Err != nil {
-		p.Error, p.ErrorKind = r.Err.Error(), r.ErrKind
+		p.Error, p.ErrorKind = errorText(r.Err.Error()), r.ErrKind
 		s.failed(task.Host, r.ErrKind, p.Error)
 	} else {
 		s.Stats.Fetched.Add(1)
@@ -395,10 +422,24 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	return p
 }
 
+// maxPageHeader bounds a page message's headers (the Trawler-Page JSON, the
+// URL and Content-Type repeated): well within headerRoom and JetStream's
+// bus.MaxHeaderBytes, whatever the response sent. The fetcher's own bounds
+// (URL and Location within --max-url-length, header values and the error
+// within 1 KiB) keep a page under it but for JSON escaping of hostile
+// bytes; past it the metadata goes without the response's headers.
+const maxPageHeader = 48 << 10
+
 // pageMsg builds the message a tap reads: the raw body as data, the metadata as
-// JSON in a header, and a few plain headers for quick filtering.
+// JSON in a header, and a few plain headers for quick filtering. Metadata
+// over maxPageHeader is recorded without the response's headers, content
+// type and redirect target, with the reason in Error.
 func pageMsg(names subjects.Names, p messages.Page, body []byte) *nats.Msg {
-	meta, _ := json.Marshal(p)
+	meta := pageMeta(p)
+	if n := len(meta) + len(p.URL) + len(p.ContentType); n > maxPageHeader {
+		p = bareRecord(p, fmt.Sprintf("page metadata of %d bytes over the %d-byte header bound: response headers left out", n, maxPageHeader))
+		meta = pageMeta(p)
+	}
 	m := nats.NewMsg(names.PagesFetched())
 	m.Data = body
 	m.Header.Set(messages.HeaderSchema, messages.Schema("page"))
@@ -409,4 +450,30 @@ func pageMsg(names subjects.Names, p messages.Page, body []byte) *nats.Msg {
 		m.Header.Set("Content-Type", p.ContentType)
 	}
 	return m
+}
+
+// pageMeta is p as the Trawler-Page header carries it: JSON without HTML
+// escaping (the same JSON to a reader), so that a URL's "&" takes one byte
+// of the header, not six.
+func pageMeta(p messages.Page) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// bareRecord is p without what a response may make large (its headers,
+// content type and redirect target), with why added to its error: a record
+// of the fetch that always fits a message.
+func bareRecord(p messages.Page, why string) messages.Page {
+	p.Headers, p.ContentType, p.Location = nil, "", ""
+	if p.Error != "" {
+		why = p.Error + "; " + why
+	}
+	p.Error = why
+	if p.ErrorKind == "" {
+		p.ErrorKind = KindProtocol
+	}
+	return p
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
 // Defaults used when an HTTPOptions field is left zero.
@@ -41,17 +42,19 @@ const (
 	// default is 1 MiB; Chrome's 256 KiB): larger is a protocol error of
 	// the page, not a crawler's problem.
 	maxResponseHeaderBytes = 128 << 10
-	// maxLocation bounds a redirect's target (urlx.MaxLength): a longer
-	// Location is an error of the page, recorded, never a URL to follow.
-	maxLocation = 16 << 10
 	// Politeness allows one request in flight per host, so a couple of idle
 	// connections per host is all keep-alive can use.
 	maxIdleConnsPerHost = 2
 	maxIdleConns        = 256
 	idleConnTimeout     = 60 * time.Second
-	// maxHeaderValue bounds each value kept in Response.Headers: they travel in
-	// a NATS message header.
+	// maxHeaderValue bounds each value kept in Response.Headers, and
+	// ContentType: they travel in a NATS message header (JetStream refuses
+	// headers over 64 KiB; issue 19: a 70 KB Content-Type left no record).
 	maxHeaderValue = 1024
+	// maxErrorText bounds Response.Err's text as a page records it: Go's
+	// errors may quote what the server sent (a malformed status or header
+	// line of up to maxResponseHeaderBytes).
+	maxErrorText = 1024
 	// sniffLen is how much of a body without a Content-Type is read to guess
 	// its type (all http.DetectContentType looks at).
 	sniffLen = 512
@@ -69,6 +72,11 @@ var keptHeaders = []string{
 	"Last-Modified", "ETag", "Location", "Refresh", "Link",
 	"Cache-Control", "Expires", "Retry-After", "X-Robots-Tag",
 }
+
+// ErrRedirectTooLong is matched (errors.Is) by the Err of a 3xx whose
+// target is longer than HTTPOptions.MaxURLLength: not followed, an error of
+// the page.
+var ErrRedirectTooLong = errors.New("redirect over the URL length limit")
 
 // ErrTimeout is matched (errors.Is) by the Err of a fetch that ran out of
 // time, whichever limit ran out (see TimeoutError).
@@ -132,6 +140,10 @@ type HTTPOptions struct {
 	// Resolver resolves host names (default net.DefaultResolver). Every
 	// address it returns is checked before any connection is attempted.
 	Resolver Resolver
+	// MaxURLLength bounds a redirect's target (--max-url-length; default
+	// urlx.MaxLength): a 3xx whose Location, as sent or resolved, is longer
+	// is an error of the page (KindProtocol, recorded, never followed).
+	MaxURLLength int
 }
 
 // FetchOptions are per-request settings for FetchWith.
@@ -466,14 +478,12 @@ func (c *HTTPClient) fetch(ctx context.Context, rawURL string, fo FetchOptions, 
 		Status:      resp.StatusCode,
 		ContentType: capHeader(resp.Header.Get("Content-Type")),
 		Headers:     keepHeaders(resp.Header),
-		Location:    redirectTarget(resp),
 	}
-	// Oversized values would not fit the page's NATS header (issue 19: a
-	// 900 KB Location was refetched 10 times and dead-lettered, no record).
-	if loc := resp.Header.Get("Location"); len(loc) > maxLocation && resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		out.Location = ""
-		out.Err = fmt.Errorf("redirect Location of %d bytes, over the %d-byte URL limit", len(loc), maxLocation)
-		out.ErrKind = KindProtocol
+	// An oversized target would not fit the page's NATS header, nor be
+	// crawled (issue 19: a 900 KB Location was refetched 10 times and
+	// dead-lettered, no record): it is an error of the page, recorded.
+	if err := c.redirect(resp, &out); err != nil {
+		out.Err, out.ErrKind = err, KindProtocol
 		return out
 	}
 	c.readBody(ctx, resp, &out)
@@ -509,7 +519,7 @@ func (c *HTTPClient) readBody(ctx context.Context, resp *http.Response, out *Res
 		return
 	}
 	r, wire, encoding := decodeBody(resp.Header, resp.Body, c.opts.MaxCompressedBytes)
-	out.Encoding = encoding
+	out.Encoding = capHeader(encoding) // the codings of every Content-Encoding line
 	hint := resp.ContentLength
 	if wire != nil {
 		hint = -1 // the announced length is the compressed one
@@ -765,6 +775,37 @@ func redirectTarget(resp *http.Response) string {
 		return ""
 	}
 	return loc.String()
+}
+
+// redirect sets out.Location to a 3xx response's target, or says why the
+// target is over the URL length limit (as sent, before it is parsed, or
+// once resolved against the request URL).
+func (c *HTTPClient) redirect(resp *http.Response, out *Response) error {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return nil
+	}
+	limit := c.opts.MaxURLLength
+	if limit <= 0 {
+		limit = urlx.MaxLength
+	}
+	if n := len(resp.Header.Get("Location")); n > limit {
+		return fmt.Errorf("%w: Location of %d bytes, over the %d-byte URL limit", ErrRedirectTooLong, n, limit)
+	}
+	target := redirectTarget(resp)
+	if len(target) > limit {
+		return fmt.Errorf("%w: target of %d bytes, over the %d-byte URL limit", ErrRedirectTooLong, len(target), limit)
+	}
+	out.Location = target
+	return nil
+}
+
+// errorText is an error's text as a page records it: at most maxErrorText
+// bytes, valid UTF-8.
+func errorText(s string) string {
+	if len(s) > maxErrorText {
+		s = strings.ToValidUTF8(s[:maxErrorText], "") + "…"
+	}
+	return s
 }
 
 func remoteIP(conn net.Conn) string {

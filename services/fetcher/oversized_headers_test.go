@@ -12,9 +12,10 @@ import (
 )
 
 // Issue 19 #5: oversized header values never reach the page's NATS header:
-// a Location over the URL limit is an error of the page (recorded, not
-// followed, not retried), headers over the transport's limit are a protocol
-// error, and a huge Content-Type is cut to maxHeaderValue.
+// a Location over the URL limit (--max-url-length) is an error of the page
+// (recorded, not followed, not retried), headers over the transport's limit
+// are a protocol error, a huge Content-Type is cut to maxHeaderValue, and an
+// error quoting what the server sent is cut to maxErrorText.
 func TestOversizedHeadersAreBoundedOrAPageError(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -27,16 +28,25 @@ func TestOversizedHeadersAreBoundedOrAPageError(t *testing.T) {
 		case "/huge-type":
 			w.Header().Set("Content-Type", "text/html; x="+strings.Repeat("t", 70<<10))
 			w.Write([]byte("<p>ok</p>"))
+		case "/" + strings.Repeat("r", 200) + "/":
+			// Short as sent, too long once resolved against the request URL.
+			w.Header().Set("Location", strings.Repeat("s", 100))
+			w.WriteHeader(http.StatusMovedPermanently)
+		case "/fine":
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(http.StatusFound)
 		}
 	})
-	c := newClient(t, HTTPOptions{AllowPrivate: true})
+	c := newClient(t, HTTPOptions{AllowPrivate: true, MaxURLLength: 256})
 	names, _ := subjects.New("test")
 	for _, tt := range []struct {
 		path, wantErr string
 	}{
-		{"/long-location", "redirect Location of 20481 bytes, over the 16384-byte URL limit"},
+		{"/long-location", "redirect over the URL length limit: Location of 20481 bytes, over the 256-byte URL limit"},
 		{"/huge-location", "header"},
 		{"/huge-type", ""},
+		{"/" + strings.Repeat("r", 200) + "/", "target of 3"},
+		{"/fine", ""},
 	} {
 		r := c.Fetch(context.Background(), srv.URL+tt.path)
 		switch {
@@ -45,7 +55,7 @@ func TestOversizedHeadersAreBoundedOrAPageError(t *testing.T) {
 		case tt.wantErr != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), tt.wantErr) || r.ErrKind != KindProtocol):
 			t.Errorf("%s: err %v (kind %q), want a protocol error with %q", tt.path, r.Err, r.ErrKind, tt.wantErr)
 		}
-		if len(r.Location) > maxLocation || len(r.ContentType) > maxHeaderValue {
+		if len(r.Location) > 256 || len(r.ContentType) > maxHeaderValue || (tt.wantErr != "" && r.Location != "") {
 			t.Errorf("%s: Location of %d bytes, Content-Type of %d", tt.path, len(r.Location), len(r.ContentType))
 		}
 		// The page message's metadata header stays small.

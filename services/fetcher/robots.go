@@ -196,6 +196,10 @@ func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 		}
 		r := get(ctx, target)
 		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: time.Now().UTC()}
+		if errors.Is(r.Err, ErrRedirectTooLong) {
+			rec.Status, rec.Body = 404, nil // a redirect that cannot be followed: unavailable, as a chain without an end is
+			return rec
+		}
 		if r.Err != nil {
 			rec.Status, rec.Body, rec.Error = 0, nil, r.Err.Error()
 			// A name that does not exist will not come back in ten

@@ -23,7 +23,9 @@ func main() {
 	flag.IntVar(&cfg.Hosts, "hosts", 20, "websim hosts")
 	flag.IntVar(&cfg.Pages, "pages", 50, "websim pages per host")
 	flag.IntVar(&cfg.Port, "port", 18080, "websim port")
-	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all)")
+	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all; one on a discovery web)")
+	flag.IntVar(&cfg.Block, "block", 1, "second octet of the hosts' addresses")
+	flag.BoolVar(&cfg.Discovery, "discovery", false, "the discovery web (named hosts, one seed)")
 	flag.DurationVar(&delay, "delay", 100*time.Millisecond, "politeness delay after each response to a host")
 	flag.Parse()
 	w, err := websim.New(cfg)
@@ -31,13 +33,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// One limit rule per host, matched against the request's host[:port];
+	// the discovery web's names resolve as a hosts file would.
 	hosts := make([]string, cfg.Hosts)
+	resolve := map[string]string{}
 	for h := range hosts {
-		hosts[h] = w.Addr(h)
+		hosts[h] = w.HostPort(h)
+		if cfg.Discovery {
+			resolve[w.Name(h)] = w.IP(h)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	st, err := colly.Crawl(ctx, colly.Options{Seeds: w.Seeds(), Hosts: hosts, Delay: delay, Timeout: 30 * time.Second})
+	st, err := colly.Crawl(ctx, colly.Options{Seeds: w.Seeds(), Hosts: hosts, Delay: delay, Timeout: 30 * time.Second, Resolve: resolve})
 	_ = json.NewEncoder(os.Stdout).Encode(st)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,47 +5,60 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/trawlerhq/trawler/bench/websim"
 )
 
-// TestSmallWebEveryMode crawls a 10 x 30 web with each mode once, through
-// the harness, and holds every crawler to the audit: the whole ground truth,
-// no robots.txt violation, one request at a time per host. Trawler must also
-// fetch no URL twice and never breach the delay between a response and the
-// next request (see the check below); the peers, Colly and Wget (when
-// installed), are exempt from both (Colly races on its visited set and
-// follows redirects at once). Speed is measured, never asserted.
+// TestSmallWebEveryMode crawls a small discovery web (10 hosts x 20 pages,
+// one seed, links in every form) with each mode once, and a seeded web with
+// the all-in-one mode, through the harness, and holds every crawler to the
+// audit: the whole ground truth, no robots.txt violation, one request at a
+// time per host. Trawler must also fetch no URL twice, under any spelling,
+// and never breach the delay between a response and the next request (see
+// the check below); the peers, Colly and Wget (when installed), are exempt
+// from both (Colly races on its visited set and follows redirects at once).
+// The measurements must be there (CPU, RSS over the crawl, bytes written);
+// speed is measured, never asserted.
 func TestSmallWebEveryMode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs three crawlers")
+		t.Skip("builds and runs every crawler")
 	}
-	modes := []string{"run", "colly"}
+	modes := []string{"run-out", "run-warc", "colly"}
 	if _, err := exec.LookPath("wget"); err == nil {
 		modes = append(modes, "wget")
 	} else {
 		t.Log("no wget on PATH: wget mode skipped")
 	}
 	if natsUp() {
-		modes = append(modes, "cluster")
+		modes = append(modes, "cluster", "cluster-warc")
 	} else if os.Getenv("TRAWLER_CI") != "" {
 		t.Fatal("TRAWLER_CI is set but NATS does not answer on 127.0.0.1:4222")
 	} else {
-		t.Log("no NATS on 127.0.0.1:4222: cluster mode skipped")
+		t.Log("no NATS on 127.0.0.1:4222: cluster modes skipped")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	delay := 20 * time.Millisecond
-	h := harness{delay: delay, timeout: 2 * time.Minute, wgetFor: time.Minute, log: t.Output(),
+	h := harness{delay: delay, timeout: 2 * time.Minute, wgetFor: time.Minute, log: t.Output(), settle: 500 * time.Millisecond,
 		natsURL: envOr("NATS_URL", "nats://127.0.0.1:4222"), redisAddr: envOr("REDIS_ADDR", "127.0.0.1:6379")}
-	if err := h.setup(ctx, websim.Config{Seed: 9, Hosts: 10, Pages: 30, Port: 18973}, "../../..", "../..", "", "", false); err != nil {
+	// Its own address block: a benchmark may be serving 127.1.x.y:80.
+	cases, err := buildCases("discovery", websim.Config{Seed: 9, Hosts: 10, Pages: 20, Block: 73}, delay, 1, modes, "", 0, "", 1, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.srv.Close()
+	web := cases[0].cfg
+	if web.Port != 80 {
+		t.Logf("port 80 cannot be bound: the web is on %d, without its default-port links", web.Port)
+	}
+	if err := h.setup(ctx, web, "../../..", "../..", "", "", false); err != nil {
+		t.Fatal(err)
+	}
 	defer os.RemoveAll(h.tmp)
-	for _, mode := range modes {
+	check := func(mode string) {
+		t.Helper()
 		r, err := h.crawl(ctx, mode, 0, 1, 1, "")
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -67,10 +80,28 @@ func TestSmallWebEveryMode(t *testing.T) {
 		if !peer && (a.Breaches > 0 || a.GapsBelow > maxShortGaps || a.MinGapPages < delay/2) {
 			t.Errorf("%s: politeness: %d breaches; %d gaps below %s from the handler's return, smallest %s", mode, a.Breaches, a.GapsBelow, delay, a.MinGapPages)
 		}
-		if r.m.cpu <= 0 || r.m.rss <= 0 {
-			t.Errorf("%s: no rusage measured: %+v", mode, r.m)
+		if r.m.cpu <= 0 || r.m.rss <= 0 || len(r.rss) == 0 || r.rssAt[2] <= 0 {
+			t.Errorf("%s: no rusage or RSS series measured: %+v, rss %v", mode, r.m, r.rss)
+		}
+		// Trawler persists its crawl and its output: it writes to disk.
+		if !peer && r.m.written+r.m.serverWritten <= 0 {
+			t.Errorf("%s: no bytes written measured", mode)
+		}
+		if strings.HasPrefix(mode, "run") {
+			t.Logf("%s: store commits / page %s", mode, fsyncText(r))
 		}
 	}
+	for _, mode := range modes {
+		check(mode)
+	}
+	h.srv.Close()
+
+	// The seeded web (every home page a seed, simple hrefs) still works.
+	if err := h.serve(websim.Config{Seed: 9, Hosts: 10, Pages: 20, Port: 18973, Block: 73}, delay); err != nil {
+		t.Fatal(err)
+	}
+	defer h.srv.Close()
+	check("run")
 }
 
 // maxShortGaps is how many gaps may look short of the delay from the

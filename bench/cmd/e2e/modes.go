@@ -31,11 +31,36 @@ type measured struct {
 	natsCPU   time.Duration // the nats-server part of serverCPU
 	webCPU    time.Duration // the benchmark's own process: serving the synthetic web
 	perProc   map[string]time.Duration
+	// written is what the crawler's processes caused to be written to
+	// storage (write_bytes), serverWritten the machine NATS's and Redis's
+	// over the run (cluster mode, upper bound).
+	written, serverWritten int64
+	// counters are the fsync counters read from the crawler's /metrics
+	// (fsyncCounters; all-in-one modes), absent when it has none.
+	counters map[string]float64
 }
 
-// runAllInOne runs `trawler run` once.
-func (h *harness) runAllInOne(ctx context.Context, dir, profile string) (measured, error) {
-	args := append([]string{"run", "--data-dir", filepath.Join(dir, "data"), "--progress=false"}, h.crawlFlags()...)
+// runAllInOne runs `trawler run` once; variant "out" adds --out (a JSON
+// Lines file of the parsed pages), "warc" adds --archive (a WARC archive of
+// every page, and the same JSON Lines).
+func (h *harness) runAllInOne(ctx context.Context, dir, profile, variant string) (measured, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return measured{}, err
+	}
+	args := append([]string{"run", "--data-dir", filepath.Join(dir, "data"), "--progress=false", "--metrics-addr", metrics}, h.crawlFlags()...)
+	switch variant {
+	case "":
+	case "out":
+		args = append(args, "--out", filepath.Join(dir, "data-out", "out.jsonl"))
+	case "warc":
+		args = append(args, "--archive", filepath.Join(dir, "data-out", "archive"))
+	default:
+		return measured{}, fmt.Errorf("run variant %q", variant)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data-out"), 0o755); err != nil {
+		return measured{}, err
+	}
 	bin := h.trawler
 	if profile == "run" {
 		bin, args = h.prof, append([]string{"-cpuprofile", filepath.Join(dir, "run.pprof")}, args...)
@@ -45,26 +70,43 @@ func (h *harness) runAllInOne(ctx context.Context, dir, profile string) (measure
 	if err != nil {
 		return measured{}, err
 	}
-	if err := p.wait(h.timeout); err != nil {
+	sc := scrapeMetrics(metrics, fsyncCounters, 250*time.Millisecond)
+	err = p.wait(h.timeout)
+	counters := sc.finish()
+	if err != nil {
 		return measured{}, err
 	}
 	wall := time.Since(t0)
 	cpu, rss := p.usage()
-	_ = os.RemoveAll(filepath.Join(dir, "data")) // logs and profiles stay; the crawl's state can be large
-	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"run": cpu}}, nil
+	// Logs and profiles stay; the crawl's state and output can be large.
+	_ = os.RemoveAll(filepath.Join(dir, "data"))
+	_ = os.RemoveAll(filepath.Join(dir, "data-out"))
+	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"run": cpu}, written: p.written(), counters: counters}, nil
 }
 
 // crawlFlags are the settings every Trawler mode gets: same delay as
-// Colly, no response-time factor, private addresses allowed, any host.
+// Colly, no response-time factor, private addresses allowed, any host, and
+// on a discovery web its DNS server.
 func (h *harness) crawlFlags() []string {
-	return append([]string{"--allow-private", "--politeness-delay", h.delay.String(), "--politeness-factor", "0",
-		"--scope", "any", "--seeds-file", h.seeds}, h.extra...)
+	flags := []string{"--allow-private", "--politeness-delay", h.delay.String(), "--politeness-factor", "0",
+		"--scope", "any", "--seeds-file", h.seeds}
+	if dns := h.srv.DNSAddr(); dns != "" {
+		flags = append(flags, "--dns-servers", dns)
+	}
+	return append(flags, h.extra...)
 }
 
 // runCluster runs the four services as separate processes against the
 // machine's NATS and Redis, seeds, waits with `trawler status --wait`, then
 // stops the services and removes the run's streams and keys.
-func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers int, profile string) (measured, error) {
+//
+// With archive, a fifth process, `trawler archive --out DIR`, writes the
+// WARC archive and the JSON Lines of parsed pages (the services' --out),
+// started first so that its consumers see every page; the parsers then
+// keep the pages' text (--parsed-text, which `run` sets by itself with
+// --out or --archive), and the crawl ends when the archive has written
+// everything.
+func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers int, profile string, archive bool) (measured, error) {
 	prefix := "e2e-" + randHex(4)
 	common := append([]string{"--nats", h.natsURL, "--redis", h.redisAddr, "--prefix", prefix}, h.crawlFlags()...)
 	defer h.cleanup(prefix)
@@ -76,17 +118,34 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 	}
 	defer stopAll()
 	nats0, redis0 := serverCPU("nats-server"), serverCPU("redis-server")
+	natsW0, redisW0 := serverWritten("nats-server"), serverWritten("redis-server")
 	t0 := time.Now()
-	launch := func(name, svc string) error {
-		bin, args := h.trawler, append([]string{svc}, common...)
+	launch := func(name, svc string, more ...string) error {
+		args := append(append([]string{svc}, common...), more...)
+		bin := h.trawler
 		if svc == profile || slices.Contains(strings.Split(h.profileAll, ","), svc) {
-			bin, args = h.prof, append([]string{"-cpuprofile", filepath.Join(dir, name+".pprof"), svc}, common...)
+			bin, args = h.prof, append([]string{"-cpuprofile", filepath.Join(dir, name+".pprof")}, args...)
 		}
 		p, err := start(dir, name, bin, args...)
 		if err == nil {
 			procs = append(procs, p)
 		}
 		return err
+	}
+	var parserFlags []string
+	if archive {
+		out := filepath.Join(dir, "data-out", "archive")
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return measured{}, err
+		}
+		defer os.RemoveAll(filepath.Join(dir, "data-out"))
+		if err := launch("archive", "archive", "--out", out); err != nil {
+			return measured{}, err
+		}
+		if err := h.waitArchiveConsumers(ctx, prefix, false); err != nil {
+			return measured{}, err
+		}
+		parserFlags = []string{"--parsed-text"}
 	}
 	for _, s := range []string{"dedup", "frontier"} {
 		if err := launch(s, s); err != nil {
@@ -99,7 +158,7 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 		}
 	}
 	for i := range parsers {
-		if err := launch(fmt.Sprintf("parser-%d", i), "parser"); err != nil {
+		if err := launch(fmt.Sprintf("parser-%d", i), "parser", parserFlags...); err != nil {
 			return measured{}, err
 		}
 	}
@@ -117,6 +176,11 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 	if err := status.wait(h.timeout); err != nil {
 		return measured{}, err
 	}
+	if archive {
+		if err := h.waitArchiveConsumers(ctx, prefix, true); err != nil {
+			return measured{}, err
+		}
+	}
 	wall := time.Since(t0)
 	stopAll()
 	m := measured{wall: wall, perProc: map[string]time.Duration{}}
@@ -124,11 +188,56 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 		c, r := p.usage()
 		m.cpu += c
 		m.rss += r
+		m.written += p.written()
 		m.perProc[strings.SplitN(p.name, "-", 2)[0]] += c
 	}
 	m.natsCPU = serverCPU("nats-server") - nats0
 	m.serverCPU = m.natsCPU + serverCPU("redis-server") - redis0
+	m.serverWritten = serverWritten("nats-server") - natsW0 + serverWritten("redis-server") - redisW0
 	return m, nil
+}
+
+// waitArchiveConsumers waits until the archive's two durable consumers
+// exist or, with drained, until they have nothing pending or unacknowledged.
+func (h *harness) waitArchiveConsumers(ctx context.Context, prefix string, drained bool) error {
+	nc, err := nats.Connect(h.natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	stream := strings.ToUpper(strings.ReplaceAll(prefix, ".", "_"))
+	deadline := time.Now().Add(h.timeout)
+	for {
+		ready := true
+		for _, c := range [][2]string{{stream + "_PAGES", "archive-warc"}, {stream + "_PARSED", "archive-jsonl"}} {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			cons, err := js.Consumer(cctx, c[0], c[1])
+			var info *jetstream.ConsumerInfo
+			if err == nil {
+				info, err = cons.Info(cctx)
+			}
+			cancel()
+			if err != nil || (drained && (info.NumPending > 0 || info.NumAckPending > 0)) {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("archive consumers of %s not %s after %s", prefix, map[bool]string{false: "created", true: "drained"}[drained], h.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // cleanup deletes the streams, key-value buckets and Redis keys of prefix.
@@ -170,7 +279,8 @@ func (h *harness) runColly(ctx context.Context, dir string) (measured, error) {
 	c := h.web.Config()
 	t0 := time.Now()
 	p, err := start(dir, "colly", h.colly, "-web-seed", strconv.FormatUint(c.Seed, 10), "-hosts", strconv.Itoa(c.Hosts),
-		"-pages", strconv.Itoa(c.Pages), "-port", strconv.Itoa(c.Port), "-seed-hosts", strconv.Itoa(c.SeedHosts), "-delay", h.delay.String())
+		"-pages", strconv.Itoa(c.Pages), "-port", strconv.Itoa(c.Port), "-block", strconv.Itoa(c.Block),
+		"-seed-hosts", strconv.Itoa(c.SeedHosts), "-discovery="+strconv.FormatBool(c.Discovery), "-delay", h.delay.String())
 	if err != nil {
 		return measured{}, err
 	}
@@ -178,7 +288,7 @@ func (h *harness) runColly(ctx context.Context, dir string) (measured, error) {
 		return measured{}, err
 	}
 	cpu, rss := p.usage()
-	return measured{wall: time.Since(t0), cpu: cpu, rss: rss, perProc: map[string]time.Duration{"colly": cpu}}, nil
+	return measured{wall: time.Since(t0), cpu: cpu, rss: rss, perProc: map[string]time.Duration{"colly": cpu}, written: p.written()}, nil
 }
 
 // runWget runs GNU Wget's recursive mode, the classic single-connection
@@ -195,15 +305,26 @@ func (h *harness) runWget(ctx context.Context, dir string) (measured, error) {
 	// its own visited set: every seed would crawl the whole web again. One
 	// start page linking every seed, served outside the audited web, makes
 	// it one crawl.
-	startURL, stopStart, err := serveStartPage(h.web.Seeds())
-	if err != nil {
-		return measured{}, err
+	var startURL string
+	var args []string
+	if seeds := h.web.Seeds(); len(seeds) == 1 {
+		startURL = seeds[0]
+	} else {
+		var stopStart func()
+		if startURL, stopStart, err = serveStartPage(seeds); err != nil {
+			return measured{}, err
+		}
+		defer stopStart()
 	}
-	defer stopStart()
-	args := []string{"--recursive", "--level=inf", "--span-hosts", "--execute=robots=on",
-		"--wait=" + strconv.FormatFloat(h.delay.Seconds(), 'f', -1, 64),
-		"--delete-after", "--no-directories", "--directory-prefix=" + filepath.Join(dir, "wget-files"),
-		"--tries=1", "--timeout=30", "--no-verbose", startURL}
+	// Wget resolves names only through the system: on a discovery web it
+	// goes through the web's proxy, which hands each request to its host.
+	if proxy := h.srv.ProxyAddr(); proxy != "" {
+		args = append(args, "--execute=use_proxy=on", "--execute=http_proxy=http://"+proxy+"/", "--execute=no_proxy=127.0.0.1")
+	}
+	args = append(args, "--recursive", "--level=inf", "--span-hosts", "--execute=robots=on",
+		"--wait="+strconv.FormatFloat(h.delay.Seconds(), 'f', -1, 64),
+		"--delete-after", "--no-directories", "--directory-prefix="+filepath.Join(dir, "wget-files"),
+		"--tries=1", "--timeout=30", "--no-verbose", startURL)
 	t0 := time.Now()
 	p, err := start(dir, "wget", bin, args...)
 	if err != nil {
@@ -215,7 +336,7 @@ func (h *harness) runWget(ctx context.Context, dir string) (measured, error) {
 	wall := time.Since(t0)
 	cpu, rss := p.usage()
 	_ = os.RemoveAll(filepath.Join(dir, "wget-files"))
-	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"wget": cpu}}, nil
+	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"wget": cpu}, written: p.written()}, nil
 }
 
 // serveStartPage serves an HTML page linking every seed on a loopback

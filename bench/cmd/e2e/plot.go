@@ -15,7 +15,8 @@ import (
 
 var palette = []color.Color{
 	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
-	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff},
 }
 
 // drawPlots writes e2e-throughput.svg (pages/s over time), e2e-memory.svg
@@ -29,14 +30,15 @@ func drawPlots(dir string, results, scaling []result) ([]string, error) {
 	var files []string
 	for _, sp := range []struct {
 		file, title, y string
+		step           float64 // seconds between two values of the series
 		series         func(result) []float64
 	}{
-		{"e2e-throughput.svg", "Pages per second over the crawl (first run of each mode, 1 s buckets)", "pages/s (server side)",
+		{"e2e-throughput.svg", "Pages per second over the crawl (first run of each mode, 1 s buckets)", "pages/s (server side)", 1,
 			func(r result) []float64 { return r.rate }},
-		{"e2e-memory.svg", "Resident memory of the crawler's processes (first run of each mode, summed)", "RSS (MiB)",
+		{"e2e-memory.svg", "Resident memory of the crawler's processes over the crawl (first run of each mode, summed)", "RSS (MiB)", rssEvery.Seconds(),
 			func(r result) []float64 { return r.rss }},
 	} {
-		if err := seriesPlot(filepath.Join(dir, sp.file), sp.title, sp.y, results, sp.series); err != nil {
+		if err := seriesPlot(filepath.Join(dir, sp.file), sp.title, sp.y, sp.step, results, sp.series); err != nil {
 			return nil, err
 		}
 		files = append(files, sp.file)
@@ -75,8 +77,14 @@ func shortLabel(mode string) string {
 	switch mode {
 	case "run":
 		return "trawler run (all-in-one)"
+	case "run-out":
+		return "trawler run --out"
+	case "run-warc":
+		return "trawler run --archive (WARC)"
 	case "cluster":
 		return "trawler services"
+	case "cluster-warc":
+		return "trawler services + archive (WARC)"
 	case "colly":
 		return "colly"
 	case "wget":
@@ -95,7 +103,7 @@ func save(p *plot.Plot, w, h vg.Length, svg string) error {
 }
 
 // seriesPlot draws one line per mode (its first run) of a per-second series.
-func seriesPlot(file, title, ylabel string, results []result, series func(result) []float64) error {
+func seriesPlot(file, title, ylabel string, step float64, results []result, series func(result) []float64) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since start"
@@ -106,7 +114,7 @@ func seriesPlot(file, title, ylabel string, results []result, series func(result
 		ys := series(byMode(results, mode)[0])
 		pts := make(plotter.XYs, len(ys))
 		for s, v := range ys {
-			pts[s] = plotter.XY{X: float64(s), Y: v}
+			pts[s] = plotter.XY{X: (float64(s) + 0.5) * step, Y: v}
 			top = max(top, v)
 		}
 		l, err := plotter.NewLine(pts)
@@ -115,6 +123,9 @@ func seriesPlot(file, title, ylabel string, results []result, series func(result
 		}
 		l.Color = palette[i%len(palette)]
 		l.Width = vg.Points(1.2)
+		if i >= len(palette) {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
 		p.Add(l)
 		p.Legend.Add(shortLabel(mode), l)
 	}

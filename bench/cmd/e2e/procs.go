@@ -93,6 +93,43 @@ func (p *proc) usage() (cpu time.Duration, rss int64) {
 	return cpu, ru.Maxrss * 1024 // Linux reports KiB
 }
 
+// written is the bytes an exited process caused to be written to storage:
+// Linux counts ru_oublock in 512-byte blocks from the same counter as
+// /proc/PID/io's write_bytes, and adds it up over the process's threads
+// when it exits (a sample of /proc/PID/io would miss the last writes).
+func (p *proc) written() int64 {
+	if p.cmd.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Oublock * 512
+	}
+	return 0
+}
+
+// serverWritten sums write_bytes of /proc/PID/io over the processes named
+// names (the machine's nats-server and redis-server): like serverCPU, a
+// delta over a run is an upper bound, as others may use them.
+func serverWritten(names ...string) int64 {
+	var total int64
+	eachProc(func(pid, comm string, _ []string) {
+		if !slices.Contains(names, comm) {
+			return
+		}
+		b, err := os.ReadFile("/proc/" + pid + "/io")
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "write_bytes:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				total += n
+			}
+		}
+	})
+	return total
+}
+
 // serverCPU sums the CPU time of every process whose command name is one of
 // names (the machine's nats-server and redis-server), from /proc. They are
 // shared with other jobs, so a delta over a run is an upper bound.

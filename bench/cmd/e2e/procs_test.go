@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/bench/websim"
 )
 
 func TestProcReadings(t *testing.T) {
@@ -30,5 +33,21 @@ func TestProcReadings(t *testing.T) {
 	}
 	if serverCPU(name) <= 0 {
 		t.Errorf("serverCPU(%q) found no CPU time", name)
+	}
+}
+
+func TestRSSAtProgress(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var reqs []websim.Request
+	for i := range 8 { // page requests at 0, 250, ..., 1750 ms
+		reqs = append(reqs, websim.Request{Path: "/p/" + strconv.Itoa(i), Start: at(250 * i)})
+	}
+	reqs = append(reqs, websim.Request{Path: "/robots.txt", Start: at(3000)})
+	rss := []float64{10, 20, 30, 40, 0} // read at 0.5, 1, 1.5, 2 s; the last after exit
+	got := rssAtProgress([][]websim.Request{reqs}, t0, rss, 500*time.Millisecond)
+	// 25 %: the 2nd request (250 ms), 50 %: the 4th (750 ms), 100 %: the 8th (1750 ms).
+	if got != [3]float64{10, 20, 40} {
+		t.Fatalf("rssAtProgress = %v", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,69 +14,34 @@ import (
 
 // report renders the results as the Markdown of docs/benchmarks.md's
 // "End to end" section.
-func (h *harness) report(results, scaling []result, profiles, plots []string, runs, scaleRuns int) string {
+func (h *harness) report(cases []caseResults, scaling []result, profiles, plots []string, scaleRuns int) string {
 	var b strings.Builder
-	c := h.web.Config()
 	fmt.Fprintf(&b, "Measured %s UTC on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04"), mddoc.Machine())
 	fmt.Fprintf(&b, "```sh\ncd bench && go run ./cmd/e2e %s\n```\n\n", strings.Join(os.Args[1:], " "))
-	fmt.Fprintf(&b, "Web: %d hosts x %d pages (seed %d), each host on its own loopback address; ground truth %d URLs "+
-		"(%d pages, %d redirects, %d 404s; %d linked URLs disallowed by robots.txt). Every crawler: one request at a time per host, "+
-		"%s after each response, robots.txt obeyed. Medians of %d interleaved runs; the audit columns are the worst run.\n\n",
-		c.Hosts, c.Pages, c.Seed, len(h.truth.URLs), h.truth.Pages, h.truth.Redirects, h.truth.NotFound, h.truth.Disallowed, h.delay, runs)
-
-	modes := order(results)
-	colly := medianOf(byMode(results, "colly"), result.pagesPerSec)
-	b.WriteString("| mode | pages/s | vs Colly | CPU s / 1k pages | peak RSS | completeness | duplicates | robots violations | max concurrent / host | min gap | mean gap | gaps < delay (certain) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, mode := range modes {
-		rs := byMode(results, mode)
-		rate := medianOf(rs, result.pagesPerSec)
-		ratio := "–"
-		if colly > 0 {
-			ratio = fmt.Sprintf("%.2f ×", rate/colly)
-			if lo, hi := pairedRatios(results, mode); mode != "colly" && hi > 0 {
-				ratio = fmt.Sprintf("**%.2f ×** (%.2f–%.2f)", rate/colly, lo, hi)
-			}
+	var all []result
+	for i, c := range cases {
+		all = append(all, c.results...)
+		switch {
+		case i == 0:
+			mainTables(&b, c, h.wgetFor)
+		case strings.HasPrefix(c.name, "polite"):
+			politeTable(&b, c)
 		}
-		w := worst(rs)
-		cpu := fmt.Sprintf("%.2f", medianOf(rs, result.cpuPer1k))
-		if mode == "cluster" {
-			cpu += fmt.Sprintf(" (+%.2f NATS, Redis)", medianOf(rs, func(r result) float64 {
-				return r.m.serverCPU.Seconds() * 1000 / max(float64(r.audit.Fetched), 1)
-			}))
-		}
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %.2f %% | %d | %d | %d | %s | %s | %d (%d) |\n",
-			label(mode), rate, ratio, cpu, mib(int64(medianOf(rs, func(r result) float64 { return float64(r.m.rss) }))),
-			100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Violations, w.audit.MaxConcurrent,
-			w.audit.MinGapPages.Round(10*time.Microsecond),
-			time.Duration(medianOf(rs, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond), w.audit.GapsBelow, w.audit.Breaches)
 	}
-	if ws := byMode(results, "wget"); len(ws) > 0 {
-		rate := medianOf(ws, result.pagesPerSec)
-		fmt.Fprintf(&b, "\nWget fetches one URL at a time over the whole web, with `--wait %s` between any two requests (as polite as the others, "+
-			"per host and overall). It is stopped after %s; its completeness is what it reached by then, and at %.1f pages/s the whole web takes %s.\n",
-			h.delay, h.wgetFor, rate, time.Duration(float64(len(h.truth.URLs))/max(rate, 1e-9)*float64(time.Second)).Round(time.Second))
+	if few := fewCases(cases); len(few) > 0 {
+		fewTable(&b, few)
 	}
-	b.WriteString("\nPer run (pages/s): ")
-	for _, mode := range modes {
-		var xs []string
-		for _, r := range byMode(results, mode) {
-			xs = append(xs, fmt.Sprintf("%.1f", r.pagesPerSec()))
-		}
-		fmt.Fprintf(&b, "%s %s; ", mode, strings.Join(xs, ", "))
-	}
-	b.WriteString("\n\n")
 	lo, hi := 0.0, 0.0
-	for _, r := range append(append([]result{}, results...), scaling...) {
+	for _, r := range append(all, scaling...) {
 		if lo == 0 || r.load < lo {
 			lo = r.load
 		}
 		hi = max(hi, r.load)
 	}
-	fmt.Fprintf(&b, "load average (1 min) at the end of the runs: %.1f–%.1f on %d CPUs.\n\n", lo, hi, runtime.NumCPU())
+	fmt.Fprintf(&b, "Load average (1 min) at the end of the runs: %.1f–%.1f on %d CPUs.\n\n", lo, hi, runtime.NumCPU())
 	if len(scaling) > 0 {
-		fmt.Fprintf(&b, "Scaling, cluster mode (%d run(s) per point; CPU s by service, summed over replicas):\n\n", scaleRuns)
-		b.WriteString("| fetchers = parsers | pages/s | CPU s / 1k pages | CPU by service | completeness | duplicates | max concurrent / host |\n|---:|---:|---:|---|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "Scaling, cluster mode on the same web (%d run(s) per point; CPU s by service, summed over replicas):\n\n", scaleRuns)
+		b.WriteString("| fetchers = parsers | pages/s | CPU s / 1k pages | CPU by service | completeness | duplicates | max in flight / host |\n|---:|---:|---:|---|---:|---:|---:|\n")
 		for _, mode := range order(scaling) {
 			rs := byMode(scaling, mode)
 			w := worst(rs)
@@ -93,12 +60,197 @@ func (h *harness) report(results, scaling []result, profiles, plots []string, ru
 	return b.String()
 }
 
+// describeWeb is the sentence that says what a case crawled.
+func describeWeb(c caseResults) string {
+	w, t := c.web, c.truth
+	kind := fmt.Sprintf("seeded web: every home page a seed, hosts by address (127.%d.x.y:%d), simple hrefs", w.Block, w.Port)
+	if w.Discovery {
+		kind = fmt.Sprintf("discovery web: one seed (`http://site0.test%s/`), the other hosts found by following links; "+
+			"hosts named `siteN.test` (the web's DNS server), each on its own loopback address, port %d; links written in every form pages use", portSuffix(w.Port), w.Port)
+	}
+	return fmt.Sprintf("%d hosts × %d pages (seed %d), %s; ground truth %d URLs (%d pages, %d redirects, %d 404s; %d linked URLs disallowed by robots.txt). "+
+		"Every crawler: one request at a time per host, %s after each response, robots.txt obeyed",
+		w.Hosts, w.Pages, w.Seed, kind, len(t.URLs), t.Pages, t.Redirects, t.NotFound, t.Disallowed, c.delay)
+}
+
+func portSuffix(p int) string {
+	if p == 80 {
+		return ""
+	}
+	return ":" + strconv.Itoa(p)
+}
+
+// mainTables are the main case's two tables: speed and cost, then the audit.
+func mainTables(b *strings.Builder, c caseResults, wgetFor time.Duration) {
+	rs := c.results
+	fmt.Fprintf(b, "**Web**: %s. Medians of %d interleaved run(s); the audit columns are the worst run.\n\n", describeWeb(c), c.runs)
+	modes := order(rs)
+	colly := medianOf(byMode(rs, "colly"), result.pagesPerSec)
+	b.WriteString("| crawler | pages/s | vs Colly | pages / CPU-s | peak RSS | RSS at 25 / 50 / 100 % of the crawl | disk written / page | store commits / page | completeness | duplicates (aliases) | max in flight / host |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range modes {
+		ms := byMode(rs, mode)
+		rate := medianOf(ms, result.pagesPerSec)
+		ratio := "–"
+		if colly > 0 && mode != "colly" {
+			ratio = fmt.Sprintf("%.2f ×", rate/colly)
+			if lo, hi := pairedRatios(rs, mode); hi > 0 && len(ms) > 1 {
+				ratio = fmt.Sprintf("**%.2f ×** (%.2f–%.2f)", rate/colly, lo, hi)
+			} else {
+				ratio = fmt.Sprintf("**%.2f ×**", rate/colly)
+			}
+		}
+		w := worst(ms)
+		perCPU := fmt.Sprintf("%.0f", medianOf(ms, result.pagesPerCPUSec))
+		written := kb(medianOf(ms, result.writtenPerPage))
+		if isCluster(mode) {
+			perCPU += " (NATS, Redis in)"
+			written += fmt.Sprintf(" (%s NATS, Redis)", kb(medianOf(ms, func(r result) float64 {
+				return float64(r.m.serverWritten) / max(float64(r.audit.Fetched), 1)
+			})))
+		}
+		rssAt := fmt.Sprintf("%.0f / %.0f / %.0f MiB", medianOf(ms, func(r result) float64 { return r.rssAt[0] }),
+			medianOf(ms, func(r result) float64 { return r.rssAt[1] }), medianOf(ms, func(r result) float64 { return r.rssAt[2] }))
+		fmt.Fprintf(b, "| %s | %.1f | %s | %s | %s | %s | %s | %s | %.2f %% | %d (%d) | %d |\n",
+			label(mode), rate, ratio, perCPU, mib(int64(medianOf(ms, func(r result) float64 { return float64(r.m.rss) }))), rssAt,
+			written, fsyncText(ms[0]), 100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Aliases, w.audit.MaxConcurrent)
+	}
+	b.WriteString("\nThe audit and where the time went (worst run; phases of the median run):\n\n")
+	b.WriteString("| crawler | robots violations | min gap | mean gap | gaps < delay (certain) | first request | median host done | last host done | wall |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range modes {
+		ms := byMode(rs, mode)
+		w := worst(ms)
+		p := medianRun(ms).phases
+		r10 := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %d (%d) | %s | %s | %s | %s |\n", label(mode), w.audit.Violations,
+			w.audit.MinGapPages.Round(10*time.Microsecond),
+			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond),
+			w.audit.GapsBelow, w.audit.Breaches, r10(p.first), r10(p.medianHostDone), r10(p.lastHostDone), medianRun(ms).m.wall.Round(10*time.Millisecond))
+	}
+	if ws := byMode(rs, "wget"); len(ws) > 0 {
+		rate := medianOf(ws, result.pagesPerSec)
+		fmt.Fprintf(b, "\nWget fetches one URL at a time over the whole web, with `--wait %s` between any two requests (as polite as the others, "+
+			"per host and overall). It is stopped after %s; its completeness is what it reached by then, and at %.1f pages/s the whole web takes %s.\n",
+			c.delay, wgetFor, rate, time.Duration(float64(len(c.truth.URLs))/max(rate, 1e-9)*float64(time.Second)).Round(time.Second))
+	}
+	b.WriteString("\nPer run (pages/s): ")
+	for _, mode := range modes {
+		var xs []string
+		for _, r := range byMode(rs, mode) {
+			xs = append(xs, fmt.Sprintf("%.1f", r.pagesPerSec()))
+		}
+		fmt.Fprintf(b, "%s %s; ", mode, strings.Join(xs, ", "))
+	}
+	b.WriteString("\n\n")
+}
+
+// politeTable: how close each crawler comes to hosts / delay, the most a
+// crawler that costs nothing could fetch at one request per host.
+func politeTable(b *strings.Builder, c caseResults) {
+	limit := float64(c.web.Hosts) / c.delay.Seconds()
+	fmt.Fprintf(b, "**Politeness-bound** (%s; %d run(s), medians): the limit is hosts / delay = %.0f pages/s, "+
+		"less what discovery costs at the start (one host known) and the tail (the last hosts' queues).\n\n", describeWeb(c), c.runs, limit)
+	b.WriteString("| crawler | pages/s | share of the limit | mean gap | median gap | completeness | duplicates (aliases) | max in flight / host | certain breaches |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range order(c.results) {
+		ms := byMode(c.results, mode)
+		w := worst(ms)
+		rate := medianOf(ms, result.pagesPerSec)
+		fmt.Fprintf(b, "| %s | %.1f | %.0f %% | %s | %s | %.2f %% | %d (%d) | %d | %d |\n", label(mode), rate, 100*rate/limit,
+			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond),
+			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MedianGapPages) })).Round(time.Millisecond),
+			100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Aliases, w.audit.MaxConcurrent, w.audit.Breaches)
+	}
+	b.WriteString("\n")
+}
+
+func fewCases(cases []caseResults) []caseResults {
+	var out []caseResults
+	for _, c := range cases {
+		if strings.HasPrefix(c.name, "few") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fewTable: with few hosts and no delay, a crawler's own turnaround per host
+// (from the end of a response to its next request there, measured by the
+// server) bounds its speed.
+func fewTable(b *strings.Builder, cases []caseResults) {
+	c0 := cases[0]
+	fmt.Fprintf(b, "**Few hosts, no delay** (%s web, seed %d, %d run(s), medians): one request at a time per host and nothing between them, "+
+		"so each crawler's own turnaround per host — the median time from the end of a response to its next request to the same host, "+
+		"as the server saw it, beyond the politeness gap (here 0) — sets its speed.\n\n", webKind(c0.web), c0.web.Seed, c0.runs)
+	b.WriteString("| crawler | hosts × pages | pages/s | per-host turnaround (median) | mean gap | completeness | duplicates (aliases) | max in flight / host |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range cases {
+		for _, mode := range order(c.results) {
+			ms := byMode(c.results, mode)
+			w := worst(ms)
+			turn := time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MedianGapPages - c.delay) }))
+			fmt.Fprintf(b, "| %s | %d × %d | %.1f | %s | %s | %.2f %% | %d (%d) | %d |\n", label(mode), c.web.Hosts, c.web.Pages,
+				medianOf(ms, result.pagesPerSec), turn.Round(10*time.Microsecond),
+				time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(10*time.Microsecond),
+				100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Aliases, w.audit.MaxConcurrent)
+		}
+	}
+	b.WriteString("\n")
+}
+
+func isCluster(mode string) bool { return strings.HasPrefix(mode, "cluster") }
+
+// fsyncText is a run's store commits per page, with --out checkpoints,
+// from the crawler's /metrics; n/a where it exposes no such counter.
+func fsyncText(r result) string {
+	pages := max(float64(r.audit.Fetched), 1)
+	commits, ok := r.m.counters["trawler_store_commits_total"]
+	if !ok {
+		switch {
+		case isCluster(r.mode):
+			return "n/a (Redis)"
+		case r.mode == "colly" || r.mode == "wget":
+			return "n/a (memory)"
+		}
+		return "n/a"
+	}
+	s := fmt.Sprintf("%.3f", commits/pages)
+	if ck, ok := r.m.counters["trawler_out_checkpoints_total"]; ok {
+		s += fmt.Sprintf(" (+%.3f --out)", ck/pages)
+	}
+	return s
+}
+
+func kb(bytes float64) string {
+	switch {
+	case bytes >= 1000:
+		return fmt.Sprintf("%.1f KB", bytes/1000)
+	case bytes > 0:
+		return fmt.Sprintf("%.0f B", bytes)
+	}
+	return "0"
+}
+
+// medianRun is the run of median pages/s.
+func medianRun(rs []result) result {
+	s := append([]result(nil), rs...)
+	sort.Slice(s, func(i, j int) bool { return s[i].pagesPerSec() < s[j].pagesPerSec() })
+	return s[len(s)/2]
+}
+
 func label(mode string) string {
 	switch mode {
 	case "run":
 		return "Trawler all-in-one (`trawler run`)"
+	case "run-out":
+		return "Trawler all-in-one, `--out`"
+	case "run-warc":
+		return "Trawler all-in-one, `--archive` (WARC + JSON Lines)"
 	case "cluster":
 		return "Trawler services (4 processes, NATS + Redis)"
+	case "cluster-warc":
+		return "Trawler services + `trawler archive --out` (WARC + JSON Lines)"
 	case "colly":
 		return "Colly v2 async"
 	case "wget":
@@ -161,6 +313,7 @@ func worst(rs []result) result {
 			a.Fetched, a.Missing = x.Fetched, x.Missing
 		}
 		a.Duplicates = max(a.Duplicates, x.Duplicates)
+		a.Aliases = max(a.Aliases, x.Aliases)
 		a.Violations = max(a.Violations, x.Violations)
 		a.MaxConcurrent = max(a.MaxConcurrent, x.MaxConcurrent)
 		a.GapsBelow = max(a.GapsBelow, x.GapsBelow)

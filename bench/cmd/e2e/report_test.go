@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/bench/websim"
+)
+
+// The report has the main case's tables, the politeness-bound case's share
+// of hosts/delay and the few-hosts case's turnaround, from made-up runs.
+func TestReportTables(t *testing.T) {
+	run := func(mode string, pages int, wall time.Duration, medianGap time.Duration) result {
+		r := result{mode: mode, m: measured{wall: wall, cpu: 2 * time.Second, rss: 200 << 20, written: int64(pages) * 50000},
+			audit: websim.Audit{Fetched: pages, MaxConcurrent: 1, MedianGapPages: medianGap, MeanGapPages: medianGap},
+			rssAt: [3]float64{100, 150, 200}}
+		if strings.HasPrefix(mode, "run") {
+			r.m.counters = map[string]float64{"trawler_store_commits_total": float64(pages) / 4}
+		}
+		return r
+	}
+	web := websim.Config{Seed: 1, Hosts: 200, Pages: 500, Port: 80, Discovery: true, Block: 1}
+	cases := []caseResults{
+		{benchCase: benchCase{name: "main", delay: 100 * time.Millisecond, runs: 1}, web: web,
+			results: []result{run("run-out", 1000, 2*time.Second, 150*time.Millisecond), run("cluster", 1000, 4*time.Second, 0), run("colly", 1000, time.Second, 0)}},
+		{benchCase: benchCase{name: "polite-20", delay: 100 * time.Millisecond, runs: 1}, web: websim.Config{Hosts: 20, Pages: 150},
+			results: []result{run("colly", 1500, 10*time.Second, 110*time.Millisecond)}},
+		{benchCase: benchCase{name: "few-1", runs: 1}, web: websim.Config{Hosts: 1, Pages: 600},
+			results: []result{run("run-out", 600, 6*time.Second, 9*time.Millisecond)}},
+	}
+	h := &harness{wgetFor: time.Minute}
+	md := h.report(cases, nil, nil, []string{"e2e-throughput.svg"}, 1)
+	for _, want := range []string{
+		"| Trawler all-in-one, `--out` | 500.0 | **0.50 ×** | 500 | 200 MiB | 100 / 150 / 200 MiB | 50.0 KB | 0.250 |",
+		"n/a (Redis)", "n/a (memory)",
+		"the limit is hosts / delay = 200 pages/s", "| Colly v2 async | 150.0 | 75 % | 110ms |",
+		"| Trawler all-in-one, `--out` | 1 × 600 | 100.0 | 9ms |",
+		"![e2e-throughput](img/e2e-throughput.svg)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
