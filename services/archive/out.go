@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
-	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -224,7 +224,11 @@ func (w *Out) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
 
 // write appends the batch's lines, syncs them, then checkpoints.
 func (w *Out) write(batch []jetstream.Msg) error {
-	var buf []byte
+	size := 0
+	for _, m := range batch {
+		size += len(m.Data()) + 1
+	}
+	buf := make([]byte, 0, size)
 	var seqs []uint64
 	n := 0
 	for _, m := range batch {
@@ -233,12 +237,15 @@ func (w *Out) write(batch []jetstream.Msg) error {
 			continue // written before
 		}
 		seqs = append(seqs, md.Sequence.Stream)
-		var p messages.Parsed
-		if err := messages.Decode(m.Data(), &p); err != nil {
+		// The message is the line: the parser wrote the document as one
+		// JSON object (docs/subjects.md), so it is copied, not decoded and
+		// encoded again (that was most of the writer's CPU). What cannot be
+		// a line of the file (not an object, or with a newline) is skipped.
+		data := bytes.TrimSpace(m.Data())
+		if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || bytes.IndexByte(data, '\n') >= 0 {
 			continue // not a document we can write; nothing to gain by retrying
 		}
-		line, _ := json.Marshal(p)
-		buf = append(append(buf, line...), '\n')
+		buf = append(append(buf, data...), '\n')
 		n++
 	}
 	if len(seqs) == 0 {
