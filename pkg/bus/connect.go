@@ -2,11 +2,11 @@ package bus
 
 import (
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/trawlerhq/trawler/pkg/redact"
 )
 
 // ConnectOptions are a client's credentials and TLS settings. Secrets come
@@ -69,46 +69,11 @@ func Connect(url, name string, o ConnectOptions) (*nats.Conn, error) {
 	}, auth...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %s", Redact(url), redactIn(err.Error(), url))
+		return nil, fmt.Errorf("connect to NATS at %s: %s", Redact(url), redact.In(err.Error(), url))
 	}
 	return nc, nil
 }
 
 // Redact returns a NATS URL list with every password and token replaced by
-// "xxxxx", for logs and errors.
-func Redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			if strings.Contains(p, "@") { // unparseable with credentials: hide them all
-				parts[i] = "xxxxx@" + p[strings.LastIndex(p, "@")+1:]
-			}
-			continue
-		}
-		if _, has := u.User.Password(); has {
-			parts[i] = u.Redacted()
-		} else { // a token or a user alone: both secret enough
-			u.User = url.User("xxxxx")
-			parts[i] = u.String()
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-// redactIn removes the credentials of urls from msg (a library's error may
-// quote the URL it was given).
-func redactIn(msg, urls string) string {
-	for _, p := range strings.Split(urls, ",") {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
-		}
-		if pw, has := u.User.Password(); has && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		} else if name := u.User.Username(); name != "" {
-			msg = strings.ReplaceAll(msg, name, "xxxxx")
-		}
-	}
-	return msg
-}
+// "xxxxx", for logs and errors (redact.URLs).
+func Redact(urls string) string { return redact.URLs(urls) }
