@@ -4,29 +4,70 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// groupCommit runs bbolt write transactions in groups, without a timer: the
-// first caller starts a transaction at once, and callers that arrive while
-// it commits wait and go together in the next one. A lone caller (one
+// groupCommit runs bbolt write transactions in groups: the first caller
+// starts a transaction at once (unless the groups are paced, below), and
+// callers that arrive while it commits wait and go together in the next one. A lone caller (one
 // frontier partition turning a finished fetch into the host's next task)
 // waits one commit; under load one commit and its fsync serve everyone who
 // queued behind the previous one. bbolt's own Batch waits MaxBatchDelay for
 // company first, which put that delay into every step of a host's turnaround.
 //
+// Under load the groups are paced: a commit starts no sooner than interval
+// after the previous one started, so the writes of that interval share one
+// transaction. Each commit costs bbolt two fdatasyncs (its pages, then its
+// meta page), and the writes of the all-in-one mode come one at a time
+// (each frontier partition's step batches its messages), so unpaced groups
+// hold one or two writes: about a commit for every ten pages fetched.
+//
+// Pacing pays only when several callers write independently: a caller has
+// one write pending at a time, so a group's size is the number of callers
+// that wrote within it. A chain of dependent writes (one host crawled
+// without a delay: a partition's step waits for its previous one) gains
+// nothing and would wait interval on every link. So pacing is tried, and
+// kept while it gathers: a paced group of at least paceFrom writes keeps
+// the pacing; smallGroups such groups in a row end it, and a new trial (one
+// paced group) comes probeEvery later, twice as late after each trial that
+// failed, up to maxProbeEvery. A chain pays one interval per maxProbeEvery.
+// A group also starts at once when maxGroup writes wait, or the store
+// closes.
+//
 // A function may run more than once (when another function of its group
 // fails, the group is rolled back and run again without it), so it must set
 // its results afresh, as with bbolt's Batch.
 type groupCommit struct {
-	db *bolt.DB
+	db       *bolt.DB
+	interval time.Duration // least time between commit starts while paced (<= 0: never paced)
+	paceFrom int           // a group this large paces the next one
 
 	mu      sync.Mutex
-	pending []*groupCall // guarded by mu
-	leading bool         // a goroutine is running groups; guarded by mu
+	pending []*groupCall  // guarded by mu
+	leading bool          // a goroutine is running groups; guarded by mu
+	closed  bool          // guarded by mu
+	idle    sync.Cond     // signalled when leading turns false; L is &mu
+	full    chan struct{} // a token when pending reaches maxGroup
+	closing chan struct{} // closed by close
+
+	// The leader's: handed from one leader to the next under mu.
+	last     time.Time     // when the previous commit started
+	paced    bool          // pacing gathers
+	small    int           // paced groups in a row below paceFrom
+	probeAt  time.Time     // when pacing is tried again, unless paced
+	probeGap time.Duration // from a failed trial to the next
 
 	commits atomic.Int64 // transactions committed, for the store's metrics
+	writes  atomic.Int64 // writes committed
+}
+
+func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCommit {
+	g := &groupCommit{db: db, interval: interval, paceFrom: max(paceFrom, 2), probeGap: probeEvery,
+		full: make(chan struct{}, 1), closing: make(chan struct{})}
+	g.idle.L = &g.mu
+	return g
 }
 
 type groupCall struct {
@@ -37,11 +78,28 @@ type groupCall struct {
 // maxGroup bounds the functions of one transaction.
 const maxGroup = 1024
 
+// Pacing trials; see groupCommit.
+const (
+	smallGroups   = 3
+	probeEvery    = time.Second
+	maxProbeEvery = 8 * time.Second
+)
+
 // update runs fn in a write transaction shared with whoever else is waiting.
 func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 	c := &groupCall{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
 	g.pending = append(g.pending, c)
+	if len(g.pending) == maxGroup {
+		select {
+		case g.full <- struct{}{}:
+		default:
+		}
+	}
 	lead := !g.leading
 	g.leading = true
 	g.mu.Unlock()
@@ -51,21 +109,80 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 	return <-c.done
 }
 
+// close refuses new writes, commits the waiting ones at once and returns
+// when the last group is done.
+func (g *groupCommit) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		close(g.closing)
+	}
+	for g.leading {
+		g.idle.Wait()
+	}
+}
+
+// pace waits, while pacing (or trying it), until interval after the
+// previous commit started; a full group or close ends the wait. It reports
+// whether it waited: only then does the group tell whether pacing gathers.
+func (g *groupCommit) pace() bool {
+	if g.interval <= 0 || !g.paced && time.Now().Before(g.probeAt) {
+		return false
+	}
+	d := time.Until(g.last.Add(g.interval))
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-g.full:
+	case <-g.closing:
+	}
+	return true
+}
+
+// learn learns from a paced group of n writes whether pacing gathers.
+func (g *groupCommit) learn(n int) {
+	switch {
+	case n >= g.paceFrom:
+		g.paced, g.small, g.probeGap = true, 0, probeEvery
+	case !g.paced: // a failed trial
+		g.probeAt = time.Now().Add(g.probeGap)
+		g.probeGap = min(2*g.probeGap, maxProbeEvery)
+	default:
+		if g.small++; g.small >= smallGroups {
+			g.paced, g.small = false, 0
+			g.probeAt = time.Now().Add(g.probeGap)
+		}
+	}
+}
+
 // lead commits one group, then hands the lead to a new goroutine if more
 // callers queued meanwhile, so that no caller waits for others' commits
 // after its own.
 func (g *groupCommit) lead() {
+	paced := g.pace()
 	g.mu.Lock()
 	n := min(len(g.pending), maxGroup)
 	group := append([]*groupCall(nil), g.pending[:n]...)
 	g.pending = append(g.pending[:0], g.pending[n:]...)
 	g.mu.Unlock()
 
+	g.last = time.Now()
+	if paced {
+		g.learn(len(group))
+	}
 	g.run(group)
 
 	g.mu.Lock()
 	more := len(g.pending) > 0
 	g.leading = more
+	if !more {
+		g.idle.Broadcast()
+	}
 	g.mu.Unlock()
 	if more {
 		go g.lead()
@@ -93,6 +210,7 @@ func (g *groupCommit) run(group []*groupCall) {
 		}
 		if err == nil {
 			g.commits.Add(1)
+			g.writes.Add(int64(len(group)))
 		}
 		for _, c := range group {
 			c.done <- err

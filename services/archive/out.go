@@ -26,7 +26,7 @@ const ConsumerOut = "out"
 
 // Defaults of OutOptions.
 const (
-	DefaultOutEvery    = 250 * time.Millisecond
+	DefaultOutEvery    = time.Second
 	DefaultOutMaxBatch = 1024
 	// DefaultOutAckWait is short because the writer is the consumer's only
 	// reader: what waits for it is a batch a crash left unacknowledged,
@@ -43,7 +43,8 @@ type OutOptions struct {
 	// Every is the longest a parsed page waits for the rest of its batch
 	// (DefaultOutEvery); a batch also ends at MaxBatch messages
 	// (DefaultOutMaxBatch). Each batch costs three fsyncs: the lines, the
-	// checkpoint and its directory.
+	// checkpoint and its directory. The file is a tap: nothing in the crawl
+	// waits for it, except the end of a run for its last batch.
 	Every    time.Duration
 	MaxBatch int
 	// AckWait is the consumer's: how long a batch lost in a crash waits

@@ -89,9 +89,9 @@ const batchMax = 512
 
 // syncEvery is the longest a message waits for the rest of its batch: a
 // sink syncs its file (and acknowledges) once per batch, so under a steady
-// flow of pages it syncs at most every syncEvery instead of once per page
-// or two.
-const syncEvery = 250 * time.Millisecond
+// flow of pages it syncs about once a second instead of once per page or
+// two. Nothing in the crawl waits for a sink.
+const syncEvery = time.Second
 
 // gather waits for a first message, then collects more until max messages
 // or linger after the first, or until in closes or ctx ends; nil when ctx

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func openGroupTest(t *testing.T, interval time.Duration) *Bolt {
+	t.Helper()
+	b, err := OpenBoltWith(filepath.Join(t.TempDir(), "g.db"), BoltOptions{CommitInterval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// A chain of dependent writes (each waits for the previous) is not paced:
+// it pays at most one interval per probeEvery, not one per write.
+func TestGroupCommitChainIsNotPaced(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	b := openGroupTest(t, interval)
+	ctx := context.Background()
+	start := time.Now()
+	const n = 40
+	for i := range n {
+		if err := b.Record(ctx, 0, []uint64{uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One trial of pacing (an interval) plus n commits; paced, n intervals.
+	if took := time.Since(start); took > interval+n*25*time.Millisecond {
+		t.Errorf("%d chained writes took %s", n, took)
+	}
+	if c := b.Commits(); c != n {
+		t.Errorf("%d commits for %d chained writes", c, n)
+	}
+}
+
+// Many independent writers are paced: at most about one commit per
+// interval, each shared by many writes.
+func TestGroupCommitPacesConcurrentWriters(t *testing.T) {
+	const interval = 40 * time.Millisecond
+	b := openGroupTest(t, interval)
+	ctx := context.Background()
+	const writers, run = 16, 1200 * time.Millisecond
+	stop := time.Now().Add(run)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				if err := b.Record(ctx, w, []uint64{uint64(i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	commits, writes := b.Commits(), b.Writes()
+	t.Logf("%d writes in %d commits over %s", writes, commits, run)
+	// The unpaced trial of the first moments, then one per interval.
+	if max := int64(run/interval) + 2*writers; commits > max {
+		t.Errorf("%d commits, want at most %d", commits, max)
+	}
+	if writes < 4*commits {
+		t.Errorf("%.1f writes per commit, want groups", float64(writes)/float64(commits))
+	}
+}
+
+// A failing or panicking function fails alone; the rest of its group
+// commits.
+func TestGroupCommitFailureIsolation(t *testing.T) {
+	b := openGroupTest(t, 20*time.Millisecond)
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+	bad := errors.New("bad")
+	var wg sync.WaitGroup
+	errs := make([]error, 30)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = b.update(func(tx *bolt.Tx) error {
+				bk, err := tx.CreateBucketIfNotExists([]byte("t"))
+				if err != nil {
+					return err
+				}
+				if err := bk.Put(key(i), []byte("v")); err != nil {
+					return err
+				}
+				switch i % 10 {
+				case 3:
+					return bad
+				case 7:
+					panic("boom")
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	err := b.view(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte("t"))
+		for i, e := range errs {
+			got := bk != nil && bk.Get(key(i)) != nil
+			switch i % 10 {
+			case 3:
+				if !errors.Is(e, bad) || got {
+					t.Errorf("write %d: err %v, stored %v; want its error, nothing stored", i, e, got)
+				}
+			case 7:
+				if e == nil || !strings.Contains(e.Error(), "boom") || got {
+					t.Errorf("write %d: err %v, stored %v; want the panic as its error, nothing stored", i, e, got)
+				}
+			default:
+				if e != nil || !got {
+					t.Errorf("write %d: err %v, stored %v", i, e, got)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close does not leave writes waiting out a long interval: it commits them
+// at once; later writes get ErrClosed.
+func TestGroupCommitCloseCommitsWaitingWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.db")
+	b, err := OpenBoltWith(path, BoltOptions{CommitInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Record(ctx, 0, []uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	// The next writes come right after a commit: they try pacing and wait
+	// for the interval, an hour.
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() { errs <- b.Record(ctx, w, []uint64{2}) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close took %s", took)
+	}
+	acked := 0
+	for range 8 {
+		if err := <-errs; err == nil {
+			acked++
+		} else if !errors.Is(err, ErrClosed) {
+			t.Errorf("write during Close: %v", err)
+		}
+	}
+	if err := b.Record(ctx, 0, []uint64{3}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Record after Close: %v, want ErrClosed", err)
+	}
+	b2, err := OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	n := 0
+	for w := range 8 {
+		if mustSeen(t, b2, w, []uint64{2})[0] {
+			n++
+		}
+	}
+	if n < acked {
+		t.Errorf("%d writes acknowledged, %d stored", acked, n)
+	}
+}
+
+// kill -9 loses no acknowledged write: a child process writes from several
+// goroutines and prints each write once Record returned; after SIGKILL,
+// every printed write is in the file.
+func TestGroupCommitKill9KeepsAcknowledgedWrites(t *testing.T) {
+	if path := os.Getenv("TRAWLER_GROUPCOMMIT_CHILD"); path != "" {
+		groupCommitChild(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "g.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGroupCommitKill9KeepsAcknowledgedWrites$")
+	cmd.Env = append(os.Environ(), "TRAWLER_GROUPCOMMIT_CHILD="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type write struct{ p, i int }
+	var acked []write
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && len(acked) < 400 {
+		var w write
+		if _, err := fmt.Sscan(sc.Text(), &w.p, &w.i); err == nil {
+			acked = append(acked, w)
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if len(acked) < 400 {
+		t.Fatalf("child acknowledged only %d writes", len(acked))
+	}
+	b, err := OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, w := range acked {
+		if !mustSeen(t, b, w.p, []uint64{uint64(w.i)})[0] {
+			t.Errorf("acknowledged write %d/%d lost", w.p, w.i)
+		}
+	}
+}
+
+func groupCommitChild(path string) {
+	b, err := OpenBoltWith(path, BoltOptions{CommitInterval: 10 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	var wg sync.WaitGroup
+	for p := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if err := b.Record(context.Background(), p, []uint64{uint64(i)}); err != nil {
+					os.Exit(1)
+				}
+				mu.Lock()
+				fmt.Fprintln(w, p, i)
+				w.Flush()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
