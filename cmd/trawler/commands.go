@@ -83,7 +83,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "  %-10s %s: %d of %d fetches got no response; last: %s\n", title, h.Host, h.Failures, h.Fetches, h.LastError)
 	}
 	if err == nil && sum.Fetched == 0 && sum.Errors > 0 && len(sum.FailingHosts) > 0 {
-		// Nothing came back at all (every seed refused or dead): say why,
+		// Nothing came back at all (every seed dead; seeds the address
+		// guard refuses end the run before, app.ErrSeedsRefused): say why,
 		// and fail, so that scripts notice.
 		h := sum.FailingHosts[0]
 		return fmt.Errorf("nothing was fetched: %s: %s", h.Host, h.LastError)

@@ -16,12 +16,12 @@ import (
 // '*' matches a prefix. Every command accepts every setting (one ConfigMap
 // serves all Deployments), but its help shows only these, plus its own flags.
 var commandFlags = map[string][]string{
-	"run": {"seed", "seeds-file", "scope", "allow", "deny", "allow-private", "max-pages", "max-depth", "max-pages-per-host", "max-queue-per-host",
+	"run": {"seed", "seeds-file", "scope", "allow", "deny", "allow-private", "allow-link-local", "max-pages", "max-depth", "max-pages-per-host", "max-queue-per-host",
 		"max-url-length", "max-redirects", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
 		"user-agent", "allowed-types", "link-kinds", "sort-query", "drop-params", "topic", "scoring", "relevance-threshold", "out",
 		"archive*", "parsed-text", "data-dir", "partition-count", "progress", "metrics-addr", "log-format", "config"},
 	"fetcher": {"nats*", "prefix", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
-		"user-agent", "allowed-types", "allow-private", "fetch-workers", "resolver", "dns-*", "max-deliver", "metrics-addr", "log-format", "config"},
+		"user-agent", "allowed-types", "allow-private", "allow-link-local", "fetch-workers", "resolver", "dns-*", "max-deliver", "metrics-addr", "log-format", "config"},
 	"parser": {"nats*", "prefix", "partition-count", "link-kinds", "sort-query", "drop-params", "allow", "deny", "topic", "scoring",
 		"relevance-threshold", "max-depth", "max-url-length", "max-redirects", "parse-workers", "parsed-*", "splitter-cache-size",
 		"max-deliver", "metrics-addr", "log-format", "config"},

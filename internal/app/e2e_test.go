@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/url"
@@ -329,18 +330,12 @@ func TestRunAllRefusesPrivateAddressesByDefault(t *testing.T) {
 	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sum, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
+	// The seed is refused at once (see TestRunAllRefusedSeedsFailAtOnce).
+	_, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
+	if !errors.Is(err, app.ErrSeedsRefused) || !strings.Contains(err.Error(), "allow-private") {
+		t.Errorf("err = %v, want every seed refused, naming --allow-private", err)
 	}
 	if n := len(f.site.Requests()); n != 0 { // not even robots.txt
 		t.Errorf("site got %d requests without --allow-private", n)
-	}
-	rec := readOut(t, cfg.Out)[f.seeds[0]]
-	if rec == nil || !strings.Contains(rec["error"].(string), "allow-private") {
-		t.Errorf("record = %v, want an error naming --allow-private", rec)
-	}
-	if sum.Errors != 1 {
-		t.Errorf("errors = %d, want 1", sum.Errors)
 	}
 }

@@ -78,6 +78,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	if err != nil {
 		return Summary{}, err
 	}
+	if seeds, err = unrefusedSeeds(ctx, cfg, seeds, log); err != nil {
+		return Summary{}, err
+	}
 	if len(seeds) > 0 {
 		n, err := Seed(ctx, d, seeds)
 		if err != nil {

@@ -329,6 +329,9 @@ func (c *Config) Validate() error {
 	if c.FetchTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--fetch-timeout %s: must be positive", c.FetchTimeout))
 	}
+	if c.AllowLinkLocal && !c.AllowPrivate {
+		errs = append(errs, errors.New("--allow-link-local opens link-local and cloud metadata addresses on top of --allow-private: pass both"))
+	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("--max-body %d: want at least 1024", c.MaxBodyBytes))
 	}

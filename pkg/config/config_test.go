@@ -65,7 +65,7 @@ func TestUnknownConfigKeysAreRefused(t *testing.T) {
 }
 
 func TestValidateReportsEveryError(t *testing.T) {
-	c, err := parse(t, []string{"--scope", "planet", "--max-pages", "-1", "--partition-count", "0", "--prefix", "bad prefix", "--fetch-timeout", "0s"})
+	c, err := parse(t, []string{"--scope", "planet", "--max-pages", "-1", "--partition-count", "0", "--prefix", "bad prefix", "--fetch-timeout", "0s", "--allow-link-local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestValidateReportsEveryError(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"--scope", "--max-pages", "--partition-count", "prefix", "--fetch-timeout"} {
+	for _, want := range []string{"--scope", "--max-pages", "--partition-count", "prefix", "--fetch-timeout", "--allow-link-local"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s: %v", want, err)
 		}

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"sync/atomic"
@@ -82,6 +81,7 @@ type Service struct {
 	statuses, errKinds *prometheus.CounterVec // nil without a registerer
 	perHost            *hostStats
 	claims             *claims
+	refusals           hostSet // hosts whose refusal was logged
 	dlq                bus.DeadLetters
 	Stats              Stats
 }
@@ -265,10 +265,16 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 		case !v.Allowed:
 			done.Disallowed = true
 			p := s.record(task, v.Reason)
-			if v.GaveUp {
+			switch {
+			case v.Blocked:
+				// The address guard refused the host (its robots.txt
+				// first): final at once, the record says why.
+				p.ErrorKind = KindBlocked
+				s.failed(task.Host, KindBlocked, v.Reason)
+			case v.GaveUp:
 				p.ErrorKind = KindRobots
 				s.failed(task.Host, KindRobots, v.Reason)
-			} else {
+			default:
 				s.Stats.Disallowed.Add(1)
 			}
 			return &p, nil, nil
@@ -333,9 +339,12 @@ const ipMaxWait = 2 * time.Second
 const robotsIPWait = 30 * time.Second
 
 // addressOf is the address the request for rawURL will most likely go to:
-// the first the resolver returns, which the dialer tries first. "" when
-// unknown (the gate then lets the request through and the fetch reports the
-// resolution error).
+// the first the address guard lets through, which the dialer tries first.
+// "" when unknown or refused (the gate then lets the request through, takes
+// no lease on an address never connected to, and the fetch reports the
+// resolution error or the refusal). The lookup is bounded as the fetch's
+// own is: a name whose servers do not answer must not cost more here than
+// the fetch would spend on it.
 func (s *Service) addressOf(ctx context.Context, rawURL string) string {
 	if s.ipGate == nil {
 		return ""
@@ -344,23 +353,11 @@ func (s *Service) addressOf(ctx context.Context, rawURL string) string {
 	if err != nil {
 		return ""
 	}
-	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return ip.Unmap().String()
-	}
-	// Bounded as the fetch's own lookup is: a name whose servers do not
-	// answer must not cost more here than the fetch would spend on it.
-	limit := s.client.opts.ConnectTimeout
-	if limit <= 0 {
-		limit = s.client.opts.Timeout
-	}
-	lctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	addrs, err := s.client.opts.Resolver.LookupNetIP(lctx, host)
+	addrs, err := s.client.fetchable(ctx, u.Hostname())
 	if err != nil || len(addrs) == 0 {
 		return ""
 	}
-	return addrs[0].Unmap().String()
+	return addrs[0].String()
 }
 
 // record is the page message of a URL that was not fetched, and why.
@@ -388,6 +385,9 @@ func keepAlive(m jetstream.Msg, stop <-chan struct{}) {
 
 // failed counts a URL that got no response, by kind, with why.
 func (s *Service) failed(host, kind, why string) {
+	if kind == KindBlocked && s.o.Log != nil && s.refusals.first(host) {
+		s.o.Log.Warn("address refused; its URLs are recorded as not fetched", "host", host, "err", why)
+	}
 	s.Stats.Errors.Add(1)
 	if s.errKinds != nil {
 		s.errKinds.WithLabelValues(kind).Inc()

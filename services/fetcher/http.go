@@ -884,18 +884,7 @@ func (d *dialer) DialContext(ctx context.Context, network, address string) (net.
 		}
 		return nil, err
 	}
-	var candidates []netip.Addr
-	var blocked error
-	for _, ip := range addrs {
-		ip = ip.Unmap()
-		if err := d.guard.check(ip); err != nil {
-			if blocked == nil {
-				blocked = err
-			}
-			continue
-		}
-		candidates = append(candidates, ip)
-	}
+	candidates, blocked := d.guard.filter(addrs)
 	if len(candidates) == 0 {
 		if blocked != nil {
 			return nil, blocked

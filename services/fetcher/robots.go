@@ -33,6 +33,11 @@ type robotsRecord struct {
 	Body      []byte    `json:"body,omitempty"`
 	FetchedAt time.Time `json:"fetched_at"`
 	Failures  int       `json:"failures,omitempty"` // consecutive unreachable answers
+	// Blocked says the address guard refused the origin (Error says why).
+	// Such a record is this fetcher's setting, not the origin's answer: it
+	// is kept in process only, never in the shared bucket, so that a replica
+	// or a later run with --allow-private decides for itself.
+	Blocked bool `json:"blocked,omitempty"`
 }
 
 // robotsVerdict is how a task's URL stands with its origin's robots.txt.
@@ -46,6 +51,9 @@ type robotsVerdict struct {
 	RetryAfter time.Duration // robots.txt unreachable: leave the host alone this long
 	Reason     string        // why the URL is not allowed, for the page record
 	GaveUp     bool          // robots.txt stayed unreachable: the host is given up
+	// Blocked: the address guard refuses the host; Reason is the refusal
+	// (class and flag). Final at once, like GaveUp, never retried.
+	Blocked bool
 }
 
 type robotsEntry struct {
@@ -101,6 +109,10 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 		v.Duration = time.Since(now)
 	}
 	if unreachable(e.rec.Status) {
+		if e.rec.Blocked {
+			v.GaveUp, v.Blocked, v.Reason = true, true, e.rec.Error
+			return v, nil
+		}
 		if e.rec.Failures >= robotsFailuresBeforeGivingUp {
 			v.GaveUp = true
 			v.Reason = fmt.Sprintf("robots.txt unreachable (%s); not fetching this host", lastError(e.rec))
@@ -144,6 +156,9 @@ func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (
 		}
 	}
 	rec := c.fetch(ctx, origin)
+	if rec.Blocked {
+		return *c.remember(origin, rec, now), true, nil // not in the bucket (see Blocked)
+	}
 	switch {
 	case !unreachable(rec.Status) || rec.Failures > 0: // answered, or given up already
 	case prev != nil && unreachable(prev.Status):
@@ -162,8 +177,8 @@ func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (
 // and returns the entry (nil when rec is stale).
 func (c *robotsCache) remember(origin string, rec robotsRecord, now time.Time) *robotsEntry {
 	life := c.ttl
-	if unreachable(rec.Status) && rec.Failures < robotsFailuresBeforeGivingUp {
-		life = c.retry
+	if unreachable(rec.Status) && (rec.Failures < robotsFailuresBeforeGivingUp || rec.Blocked) {
+		life = c.retry // a refusal is looked at again as often: DNS changes
 	}
 	expires := rec.FetchedAt.Add(life)
 	if !now.Before(expires) {
@@ -209,10 +224,13 @@ func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 				rec.Failures = robotsFailuresBeforeGivingUp
 			}
 			// Nor will an address the guard refuses become allowed: the
-			// host is final at once, with the class and the flag.
+			// host is final at once, with the class and the flag. (A
+			// redirect to a refused address leaves robots.txt unreachable
+			// for good, the origin itself not refused: given up, not
+			// Blocked.)
 			var blocked *BlockedAddressError
 			if errors.As(r.Err, &blocked) {
-				rec.Failures = robotsFailuresBeforeGivingUp
+				rec.Failures, rec.Blocked = robotsFailuresBeforeGivingUp, hop == 0
 			}
 			return rec
 		}
