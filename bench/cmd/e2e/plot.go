@@ -129,7 +129,11 @@ func seriesPlot(file, title, ylabel string, step float64, results []result, seri
 		p.Add(l)
 		p.Legend.Add(shortLabel(mode), l)
 	}
-	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
-	return save(p, 8*vg.Inch, 4*vg.Inch, file)
+	// Top left: a crawl from one seed starts low (discovery), and memory
+	// grows; the room above the lines is for the legend.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(10)
+	p.X.Min = 0
+	p.Y.Min, p.Y.Max = 0, top*1.4
+	return save(p, 8*vg.Inch, 4.5*vg.Inch, file)
 }

@@ -35,7 +35,7 @@ func TestReportTables(t *testing.T) {
 		"| Trawler all-in-one, `--out` | 500.0 | **0.50 ×** | 500 | 200 MiB | 100 / 150 / 200 MiB | 50.0 KB | 0.250 |",
 		"n/a (Redis)", "n/a (memory)",
 		"the limit is hosts / delay = 200 pages/s", "| Colly v2 async | 150.0 | 75 % | 110ms |",
-		"| Trawler all-in-one, `--out` | 1 × 600 | 100.0 | 9ms |",
+		"| Trawler all-in-one, `--out` | 1 × 600 | 100.0 | 9ms | 9ms | 0s |",
 		"![e2e-throughput](img/e2e-throughput.svg)",
 	} {
 		if !strings.Contains(md, want) {

@@ -4,6 +4,10 @@
 // politeness per host.
 //
 //	go run ./cmd/websim -hosts 20 -pages 50 -seeds /tmp/seeds.txt -delay 100ms
+//	go run ./cmd/websim -discovery -port 80 -hosts 20 -pages 50 -seeds /tmp/seeds.txt
+//
+// A discovery web's hosts have names: point the crawler at the DNS server
+// it prints (trawler --dns-servers) or at its HTTP proxy.
 package main
 
 import (
@@ -27,7 +31,9 @@ func main() {
 	flag.IntVar(&cfg.Hosts, "hosts", 20, "hosts, each on its own 127.1.x.y address")
 	flag.IntVar(&cfg.Pages, "pages", 50, "pages per host")
 	flag.IntVar(&cfg.Port, "port", 18080, "port of every host")
-	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all)")
+	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all; one on a discovery web)")
+	flag.BoolVar(&cfg.Discovery, "discovery", false, "the discovery web: one seed, named hosts (with a DNS server and a proxy), links in every form, text pages")
+	flag.IntVar(&cfg.Block, "block", 1, "second octet of the hosts' addresses (127.B.x.y)")
 	flag.DurationVar(&cfg.Latency, "latency", 0, "median response latency of a host")
 	flag.IntVar(&cfg.Topics, "topics", 0, "topical mode with this many topics (0: off)")
 	flag.BoolVar(&cfg.Traps, "traps", false, "add crawler traps (calendar, ever-longer URLs, redirect chain)")
@@ -59,13 +65,16 @@ func run(cfg websim.Config, seeds string, delay time.Duration) error {
 	fmt.Printf("serving %d hosts x %d pages on %s ... %s; truth: %d URLs (%d pages, %d redirects, %d 404s), %d disallowed links, %d trap entrances\n",
 		w.Config().Hosts, w.Config().Pages, w.Addr(0), w.Addr(w.Config().Hosts-1),
 		len(truth.URLs), truth.Pages, truth.Redirects, truth.NotFound, truth.Disallowed, truth.Traps)
+	if s.DNSAddr() != "" {
+		fmt.Printf("hosts site0.test ... site%d.test: DNS server %s (UDP), HTTP proxy %s\n", w.Config().Hosts-1, s.DNSAddr(), s.ProxyAddr())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	a := w.Judge(truth, s.Log(), s.MaxConcurrent, delay)
-	fmt.Printf("requests %d (robots.txt %d): completeness %.2f%% (%d missing), %d duplicates, %d robots violations, %d trap hits, %d unknown; "+
-		"max concurrent per host %d, min gap %s (pages %s), %d gaps below %s\n",
-		a.Requests, a.Robots, 100*a.Completeness(), a.Missing, a.Duplicates, a.Violations, a.TrapHits, a.Unknown,
-		a.MaxConcurrent, a.MinGap, a.MinGapPages, a.GapsBelow, delay)
+	fmt.Printf("requests %d (robots.txt %d): completeness %.2f%% (%d missing), %d duplicates (%d aliases), %d robots violations, %d trap hits, %d unknown; "+
+		"max concurrent per host %d, min gap %s (pages %s), median gap %s, %d gaps below %s\n",
+		a.Requests, a.Robots, 100*a.Completeness(), a.Missing, a.Duplicates, a.Aliases, a.Violations, a.TrapHits, a.Unknown,
+		a.MaxConcurrent, a.MinGap, a.MinGapPages, a.MedianGapPages, a.GapsBelow, delay)
 	return nil
 }
