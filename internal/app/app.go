@@ -156,9 +156,8 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	d.Registry.MustRegister(st.Collectors()...) // trawler_store_commits_total, _writes_total
 	eo := bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen,
 		Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword}
-	if listen != "" && eo.Open() && !loopbackListen(listen) {
-		log.Warn("the embedded NATS server accepts anyone who can reach "+listen+", with full JetStream access: set --nats-token (or TRAWLER_NATS_TOKEN), or listen on 127.0.0.1",
-			"listen", listen)
+	if w := listenWarning(listen, eo); w != "" {
+		log.Warn(w, "listen", listen)
 	}
 	ns, err := bus.StartEmbedded(eo)
 	if err != nil {

@@ -28,3 +28,14 @@ func loopbackListen(listen string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// listenWarning is the warning to log when the embedded NATS server of run
+// listens on listen (--nats-listen) off loopback and takes clients without
+// credentials; "" otherwise.
+func listenWarning(listen string, eo bus.EmbeddedOptions) string {
+	if listen == "" || !eo.Open() || loopbackListen(listen) {
+		return ""
+	}
+	return "the embedded NATS server accepts anyone who can reach " + listen +
+		", with full JetStream access: set --nats-token (or TRAWLER_NATS_TOKEN), or listen on 127.0.0.1"
+}
