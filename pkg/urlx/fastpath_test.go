@@ -138,6 +138,11 @@ func FuzzFastPath(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, p := range linkMix(4, 64) { // every form of the mix
+		for _, h := range p.hrefs {
+			f.Add(h)
+		}
+	}
 	bases := prepareBases(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, b := range append([]*baseURL{nil}, bases...) {
