@@ -1,6 +1,10 @@
 package urlx
 
-import "testing"
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
 
 // Samples from RFC 3492 section 7.1 (those without upper-case letters).
 var punySamples = []struct{ unicode, ace string }{
@@ -70,4 +74,29 @@ func TestIDNAHosts(t *testing.T) {
 			t.Errorf("Canonicalize(%q) = %q, want an error", in, got)
 		}
 	}
+}
+
+// The IDNA cache returns what idnaToASCII does, from several goroutines,
+// across its resets when full.
+func TestIDNACache(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < idnaCacheSize+500; i++ {
+				h := fmt.Sprintf("bücher%d.example", (i*7+g)%(idnaCacheSize+100))
+				if i%100 == 0 {
+					h = "xn--zz" + h // refused, and the refusal cached
+				}
+				got, gotErr := toASCII(h)
+				want, wantErr := idnaToASCII(h)
+				if got != want || (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+					t.Errorf("toASCII(%q) = %q, %v; idnaToASCII %q, %v", h, got, gotErr, want, wantErr)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
