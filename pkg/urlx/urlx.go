@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -156,7 +155,11 @@ func newBase(u *url.URL) (*baseURL, error) {
 // plain one (IsCanonical's rules), or one net/url was asked about.
 func (b *baseURL) stdlibReadsHost() bool {
 	host, port, hasPort := strings.Cut(b.hostport, ":")
-	if plainHost(host) && (!hasPort || plainPort(port, strconv.Itoa(defaultPort(b.scheme)))) {
+	def := "80"
+	if b.scheme == "https" {
+		def = "443"
+	}
+	if plainHost(host) && (!hasPort || plainPort(port, def)) {
 		return true
 	}
 	return checkStdlib(b.scheme+"://"+b.hostport+"/", b.hostport) == nil
