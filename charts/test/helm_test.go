@@ -77,6 +77,11 @@ var cases = []renderCase{
 	{name: "static-ownership", set: []string{"partitionOwnership.automatic=false"}},
 	// Names near the limits: a long release name must still give valid names.
 	{name: "long-names", set: []string{"fullnameOverride=" + strings.Repeat("a", 63)}},
+	// NATS credentials as files from Secrets (issue 19 #3): a .creds file
+	// the chart makes and a client certificate; an NKey seed from an
+	// existing Secret.
+	{name: "nats-creds", values: []string{chartDir + "/ci/nats-creds-values.yaml"}},
+	{name: "nats-nkey", set: []string{"nats.auth.mode=nkey", "nats.auth.existingSecret=platform-nats", "nats.auth.nkeyKey=seed"}},
 }
 
 func (c renderCase) args(helm string) []string {
@@ -302,10 +307,24 @@ func TestRefusedValues(t *testing.T) {
 		{[]string{"logFormat=xml"}, "logFormat"},
 		{[]string{"config.prefix=bad prefix"}, "prefix"},
 		{[]string{"config.nats=nats://elsewhere:4222"}, "config/nats"},
-		// Secrets never go into the ConfigMap.
-		{[]string{"config.redis-password=hunter2"}, "redis-password"},
-		{[]string{"config.nats-password=hunter2"}, "nats-password"},
-		{[]string{"config.nats-token=hunter2"}, "nats-token"},
+		// Secrets never go into the ConfigMap (issue 19 #10), and the
+		// error says where they go instead.
+		{[]string{"config.redis-password=hunter2"}, "redis-password': value must be '(not in config: a ConfigMap is no place for a secret; set redis.auth"},
+		{[]string{"config.nats-password=hunter2"}, "nats-password': value must be '(not in config: a ConfigMap is no place for a secret; set nats.auth"},
+		{[]string{"config.nats-token=hunter2"}, "nats-token': value must be '(not in config: a ConfigMap is no place for a secret; set nats.auth.mode=token"},
+		{[]string{"config.nats-user=trawler"}, "set nats.auth.mode=userPassword"},
+		{[]string{"config.nats-creds=/creds/user.creds"}, "set nats.auth.mode=creds"},
+		{[]string{"config.nats-nkey=/nkey/user.nk"}, "set nats.auth.mode=nkey"},
+		{[]string{"config.nats-tls-key=/tls/tls.key"}, "set nats.tls.clientCertSecret"},
+		{[]string{"config.redis-password=(not in config: a ConfigMap is no place for a secret; set redis.auth.existingSecret or redis.auth.password)"}, "redis-password"},
+		{[]string{"config.api-token=x"}, "config/api-token': value must be '(not in config: a ConfigMap is no place for a secret"},
+		{[]string{"config.user-agent=-----BEGIN PRIVATE KEY-----"}, "config/user-agent': value must be '(not in config: this value is a private key or a NATS credential"},
+		{[]string{"config.seeds-file=SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU"}, "a NATS credential"},
+		// File credentials asked for but not given, mutual TLS without TLS.
+		{[]string{"nats.auth.mode=creds"}, "needs nats.auth.existingSecret or nats.auth.creds"},
+		{[]string{"nats.auth.mode=nkey"}, "needs nats.auth.existingSecret or nats.auth.nkeySeed"},
+		{[]string{"nats.tls.clientCertSecret=client"}, "needs nats.tls.enabled"},
+		{[]string{"networkPolicy.extraDeniedCIDRsV6={10.0.0.0/8}"}, "extraDeniedCIDRsV6"},
 		{[]string{"networkPolicy.extraDeniedCIDRs={2001:db8::/32}"}, "extraDeniedCIDRs"},
 		{[]string{"nats.servers={nats://host:4222}"}, "servers"},
 		{[]string{"services.fetcher.keda.lagThreshold=0"}, "lagThreshold"},

@@ -287,6 +287,7 @@ func checkConfig(t *testing.T, svc string, d *appsv1.Deployment, r *Rendered) {
 			t.Errorf("%s: a Redis CA is trusted but Redis TLS is off", svc)
 		}
 	}
+	checkNATSCredentials(t, svc, c, d.Spec.Template.Spec, r, keys, cfg)
 	// The Redis password reaches the stateful services, and only them.
 	if isStateful(svc) {
 		if vars["TRAWLER_REDIS_PASSWORD"] != cfg.RedisPassword {
