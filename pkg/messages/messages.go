@@ -177,6 +177,11 @@ type Parsed struct {
 	// Relevant says it passed the crawl's threshold.
 	Relevance *float64 `json:"relevance,omitempty"`
 	Relevant  bool     `json:"relevant,omitempty"`
+	// Truncated says the parser cut the document: the page had more links
+	// than a document keeps (10,000, 256 KiB of URLs), or the document was
+	// over the NATS payload limit and went without its text or some of its
+	// outlinks (Error says which).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // DeadLetter is published on <prefix>.dlq.<service> for a message that could

@@ -25,6 +25,15 @@ const (
 	// links of 16 KB each, resolved against a 16 KB <base>, made a 160 MB
 	// document and a 2.5 GB process (issue 19).
 	MaxLinkBytes = 256 << 10
+	// maxWastedBytes bounds the work of resolving a page's links to no
+	// avail: the bytes of the hrefs dropped as invalid or too long, and of
+	// the base each was resolved against. A page of links that each resolve
+	// over the URL length limit against a long <base> stops there
+	// (truncated) rather than build 100,000 strings of 16 KB; an ordinary
+	// page stays far below it (20,000 dropped hrefs of 150 bytes against a
+	// 256-byte base). Plain relative links that would be too long are
+	// dropped before resolving (relativeFloor), at no cost.
+	maxWastedBytes = 8 << 20
 	// MaxTitle caps the title, in bytes.
 	MaxTitle = 512
 	// MaxText caps the visible text kept of a page, in bytes.
@@ -92,7 +101,12 @@ type Extracted struct {
 	// Dropped counts hrefs that did not resolve to an http(s) URL:
 	// javascript:, mailto: and other schemes, and malformed URLs.
 	Dropped int
-	// Truncated is set when the page had more links than MaxLinks.
+	// TooLong counts links dropped for resolving longer than
+	// Page.MaxURLLength.
+	TooLong int
+	// Truncated is set when the page had more links than MaxLinks, or more
+	// than MaxLinkBytes of them, or took more than maxResolveBytes to
+	// resolve.
 	Truncated bool
 }
 
@@ -129,13 +143,14 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 	if maxURL <= 0 {
 		maxURL = urlx.MaxLength
 	}
+	baseURL := page.String()
 	if s.hasBase {
 		// A <base> longer than a URL may be is ignored, as an invalid one
 		// is: every link resolved against it would be too long anyway.
 		if b, err := base.Resolve(s.baseHref); err == nil && len(b) <= maxURL {
 			if u, err := url.Parse(b); err == nil {
 				if nb, err := urlx.NewBase(u); err == nil {
-					base = nb
+					base, baseURL = nb, b
 				}
 			}
 		}
@@ -148,7 +163,7 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 		ex.Lang = cleanLang(p.Headers["Content-Language"])
 	}
 	if s.hasCanonical {
-		if c, err := base.Resolve(s.canonical); err == nil {
+		if c, err := base.Resolve(s.canonical); err == nil && len(c) <= maxURL {
 			ex.Canonical = c
 		}
 	}
@@ -156,7 +171,7 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 		ni, nf := robotsDirectives(v, true)
 		ex.NoIndex, ex.NoFollow = ex.NoIndex || ni, ex.NoFollow || nf
 	}
-	ex.Links, ex.Dropped, ex.Truncated = resolveLinks(base, s.hrefs, &s.text, maxURL)
+	ex.Links, ex.Dropped, ex.TooLong, ex.Truncated = resolveLinks(base, baseURL, s.hrefs, &s.text, maxURL)
 	ex.Truncated = ex.Truncated || s.truncated
 	return ex, nil
 }
@@ -192,16 +207,32 @@ func canonicalURL(raw string) (*url.URL, error) {
 }
 
 // resolveLinks canonicalizes hrefs against base, keeping the first of
-// repeats, none longer than maxURL bytes (those are dropped), at most
-// MaxLinks and MaxLinkBytes in all, and cuts each link's context out of text.
-func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf, maxURL int) (links []Link, dropped int, truncated bool) {
+// repeats, none longer than maxURL bytes (those are dropped and counted in
+// tooLong), at most MaxLinks and MaxLinkBytes in all, and cuts each link's
+// context out of text. It stops (truncated) once maxWastedBytes of hrefs
+// and base were resolved for links then dropped.
+func resolveLinks(base *urlx.Base, baseURL string, hrefs []rawLink, text *textBuf, maxURL int) (links []Link, dropped, tooLong int, truncated bool) {
+	baseLen, dirLen := len(baseURL), directoryLen(baseURL)
 	links = make([]Link, 0, min(len(hrefs), MaxLinks))
 	seen := make(map[string]int, cap(links))
-	size := 0
+	size, wasted := 0, 0
 	for _, h := range hrefs {
+		if relativeFloor(h.href, dirLen) > maxURL {
+			tooLong++
+			continue
+		}
+		if wasted > maxWastedBytes {
+			return links, dropped, tooLong, true
+		}
 		u, err := base.Resolve(h.href)
-		if err != nil || len(u) > maxURL {
+		if err != nil {
 			dropped++
+			wasted += baseLen + len(h.href)
+			continue
+		}
+		if len(u) > maxURL {
+			tooLong++
+			wasted += baseLen + len(h.href)
 			continue
 		}
 		if i, dup := seen[u]; dup {
@@ -214,7 +245,7 @@ func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf, maxURL int) (
 			continue
 		}
 		if len(links) == MaxLinks || size+len(u) > MaxLinkBytes {
-			return links, dropped, true
+			return links, dropped, tooLong, true
 		}
 		size += len(u)
 		seen[u] = len(links)
@@ -223,7 +254,44 @@ func resolveLinks(base *urlx.Base, hrefs []rawLink, text *textBuf, maxURL int) (
 			Context: text.context(h.textStart, h.textEnd, contextWords),
 		})
 	}
-	return links, dropped, false
+	return links, dropped, tooLong, false
+}
+
+// relativeFloor is a lower bound on the length of href resolved against a
+// base whose directory (scheme, host and path up to its last '/') takes
+// dirLen bytes, when href is a plain path-relative reference: no scheme,
+// no dot segment, no escape, no whitespace, nothing resolving can shorten
+// (the fragment aside). 0 for any other href: it is resolved to be judged.
+func relativeFloor(href string, dirLen int) int {
+	if href == "" {
+		return 0
+	}
+	switch href[0] {
+	case '/', '\\', '?', '#':
+		return 0
+	}
+	for i := 0; i < len(href); i++ {
+		switch c := href[i]; {
+		case c == '#':
+			return dirLen + i
+		case c == ':' || c == '.' || c == '%' || c <= ' ' || c == 0x7f:
+			return 0
+		}
+	}
+	return dirLen + len(href)
+}
+
+// directoryLen is the length of a canonical absolute URL's directory: up to
+// and including the last '/' of its path.
+func directoryLen(u string) int {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	authority := strings.Index(u, "://") + len("://")
+	if i := strings.LastIndexByte(u, '/'); i >= authority {
+		return i + 1
+	}
+	return len(u) + 1 // the path "/" canonicalization adds
 }
 
 // cleanTitle collapses ASCII whitespace as document.title does, repairs

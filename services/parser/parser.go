@@ -8,7 +8,6 @@ package parser
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -174,26 +173,27 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		s.o.Log.Warn("cross trace write failed; tracing stops", "err", err) // the crawl goes on
 	}
 	follow = s.o.Recent.Filter(follow)
-	out, ids := splitter.Split(s.o.Names, s.o.PartitionCount, via, page.URL, "links:"+page.TaskID, follow)
-	data, _ := json.Marshal(doc)
+	// Every message must fit the server's max_payload: a document or a
+	// link batch over it is refused for good (issue 19: a 160 MB document
+	// was retried 10 times, dead-lettered, and left no record).
+	limit := s.payloadLimit()
+	out, ids, follow := s.split(&doc, page, via, follow, limit)
+	data := fitDocument(&doc, limit)
 	pm := nats.NewMsg(s.o.Names.PagesParsed())
 	pm.Data = data
 	pm.Header.Set(messages.HeaderSchema, messages.Schema("parsed"))
 	out = append(out, pm)
 	ids = append(ids, "parsed:"+page.TaskID)
 	err = bus.PublishAll(ctx, s.o.JS, out, ids)
-	if errors.Is(err, nats.ErrMaxPayload) {
-		// Permanent for this page: publish its record without the parts
-		// that made it too large, and say why; its links are not followed.
-		s.o.Log.Warn("parsed document over the NATS payload limit; recorded without text and outlinks", "url", page.URL, "bytes", len(data))
-		doc.Text, doc.Outlinks, doc.Headings = "", []string{}, nil
-		doc.Error = strings.TrimPrefix(doc.Error+"; ", "; ") + fmt.Sprintf("parsed document of %d bytes over the NATS payload limit: text and outlinks left out", len(data))
-		data, _ = json.Marshal(doc)
-		pm.Data = data
+	if bus.TooLarge(err) {
+		// Permanent for this page (a stream's max message size, say):
+		// publish its record without what may be large, and say why.
+		s.o.Log.Warn("parsed document refused for its size; recorded without text and outlinks", "url", page.URL, "bytes", len(data), "err", err)
+		pm.Data, _ = json.Marshal(bareDocument(doc, fmt.Sprintf("parsed document of %d bytes refused for its size (%v): text and outlinks left out", len(data), err)))
 		err = bus.PublishAll(ctx, s.o.JS, []*nats.Msg{pm}, []string{"parsed:" + page.TaskID})
 	}
-	if errors.Is(err, nats.ErrMaxPayload) {
-		s.dlq.ParkOrLog(ctx, m, "parsed document over the NATS payload limit even without text and outlinks", s.o.Log)
+	if bus.TooLarge(err) {
+		s.dlq.ParkOrLog(ctx, m, fmt.Sprintf("parsed document refused for its size even without text and outlinks: %v", err), s.o.Log)
 		return
 	}
 	if err != nil {
@@ -221,7 +221,10 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 	case page.Location != "" && page.Status >= 300 && page.Status < 400:
 		// A redirect is not a link click: same depth, one more hop, and the
 		// target takes the place (and the score) of the URL that moved.
-		if target, err := urlx.Canonicalize(page.Location); err == nil {
+		if target, err := urlx.Canonicalize(page.Location); err == nil && len(target) > s.o.MaxURLLength && s.o.MaxURLLength > 0 {
+			s.Stats.Filtered.Add(1) // not an outlink either (issue 19)
+			doc.Error = joinError(doc.Error, fmt.Sprintf("redirect target of %d bytes over --max-url-length %d", len(target), s.o.MaxURLLength))
+		} else if err == nil {
 			links = s.applyRules([]Link{{URL: target}})
 			p := s.lineage.parent(page.URL, 0, s.scorer)
 			scores = []topic.LinkScore{{Score: p.Score, DepthLeft: p.DepthLeft, Follow: true}}
@@ -240,6 +243,8 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			doc.Text = ex.Text
 		}
 		s.Stats.Invalid.Add(int64(ex.Dropped))
+		s.Stats.Filtered.Add(int64(ex.TooLong))
+		doc.Truncated = ex.Truncated
 		links = s.applyRules(ex.Links)
 		var relevance float64
 		if s.scorer.Topic != nil {
@@ -319,4 +324,104 @@ func (s *Service) applyRules(links []Link) []Link {
 		}
 	}
 	return out
+}
+
+// payloadSlack is what a parser message keeps free of the server's
+// max_payload for its headers (schema, message ID).
+const payloadSlack = 1 << 10
+
+// payloadLimit is the largest message data this parser may publish; 0 when
+// unknown (then only a refusal tells).
+func (s *Service) payloadLimit() int {
+	if s.o.JS == nil || s.o.JS.Conn() == nil {
+		return 0
+	}
+	return max(int(s.o.JS.Conn().MaxPayload())-payloadSlack, 0)
+}
+
+// split hands the links to the host splitter, one message per partition,
+// cutting the links (the last first) until every message is within limit
+// (a server whose max_payload is below what a page's links take; with the
+// default 1 MiB, MaxLinkBytes keeps them well within it).
+func (s *Service) split(doc *messages.Parsed, page messages.Page, via string, follow []messages.Link, limit int) ([]*nats.Msg, []string, []messages.Link) {
+	all := len(follow)
+	for {
+		out, ids := splitter.Split(s.o.Names, s.o.PartitionCount, via, page.URL, "links:"+page.TaskID, follow)
+		if limit <= 0 || fits(out, limit) {
+			if len(follow) < all {
+				doc.Truncated, doc.Queued = true, len(follow)
+				doc.Error = joinError(doc.Error, fmt.Sprintf("%d of %d links queued: the rest were over the NATS payload limit (%d bytes)", len(follow), all, limit))
+			}
+			return out, ids, follow
+		}
+		follow = follow[:len(follow)*3/4]
+	}
+}
+
+func fits(msgs []*nats.Msg, limit int) bool {
+	for _, m := range msgs {
+		if len(m.Data) > limit {
+			return false
+		}
+	}
+	return true
+}
+
+// fitDocument returns doc as JSON of at most limit bytes (limit 0: as it
+// is). Over it, the document goes without its text, then its headings,
+// then its last outlinks, and at last as a bare record; it is marked
+// truncated and its Error says what was left out.
+func fitDocument(doc *messages.Parsed, limit int) []byte {
+	data, _ := json.Marshal(doc)
+	if limit <= 0 || len(data) <= limit {
+		return data
+	}
+	size := len(data)
+	var left []string
+	if doc.Text != "" {
+		doc.Text = ""
+		left = append(left, "text")
+		data, _ = json.Marshal(doc)
+	}
+	if len(data) > limit && len(doc.Headings) > 0 {
+		doc.Headings = nil
+		left = append(left, "headings")
+		data, _ = json.Marshal(doc)
+	}
+	if over := len(data) - limit + 512; over > 512 && len(doc.Outlinks) > 0 { // 512: room for the error
+		n := len(doc.Outlinks)
+		for n > 0 && over > 0 {
+			n--
+			b, _ := json.Marshal(doc.Outlinks[n])
+			over -= len(b) + 1
+		}
+		left = append(left, fmt.Sprintf("%d of %d outlinks", len(doc.Outlinks)-n, len(doc.Outlinks)))
+		doc.Outlinks = doc.Outlinks[:n]
+	}
+	doc.Truncated = true
+	doc.Error = joinError(doc.Error, fmt.Sprintf("parsed document of %d bytes over the NATS payload limit (%d): %s left out", size, limit, strings.Join(left, ", ")))
+	if data, _ = json.Marshal(doc); len(data) > limit {
+		*doc = bareDocument(*doc, "")
+		data, _ = json.Marshal(doc)
+	}
+	return data
+}
+
+// bareDocument is doc without its text, headings and outlinks, marked
+// truncated, with why added to its error.
+func bareDocument(doc messages.Parsed, why string) messages.Parsed {
+	doc.Text, doc.Headings, doc.Outlinks, doc.Truncated = "", nil, []string{}, true
+	doc.Error = joinError(doc.Error, why)
+	return doc
+}
+
+// joinError appends why to a document's error.
+func joinError(err, why string) string {
+	switch {
+	case why == "":
+		return err
+	case err == "":
+		return why
+	}
+	return err + "; " + why
 }
