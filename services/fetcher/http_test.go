@@ -19,14 +19,14 @@ import (
 
 // newClient returns a client that may reach the tests' 127.0.0.1 servers
 // unless o says otherwise.
-func newClient(t *testing.T, o HTTPOptions) *HTTPClient {
+func newClient(t testing.TB, o HTTPOptions) *HTTPClient {
 	t.Helper()
 	c := NewHTTPClient(o)
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
 
-func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
+func serve(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

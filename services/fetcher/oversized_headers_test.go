@@ -71,3 +71,47 @@ func TestOversizedHeadersAreBoundedOrAPageError(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOversizedHeaders measures what a response with a 900 KB
+// Location and one with a 70 KB Content-Type cost the fetcher, request to
+// page message (issue 19 #5): time and bytes allocated per pair, against a
+// plain redirect and page in the same run (BenchmarkOversizedHeaders/plain).
+//
+//	go test -run '^$' -bench OversizedHeaders -benchmem ./services/fetcher/
+func BenchmarkOversizedHeaders(b *testing.B) {
+	srv := serve(b, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/huge-location":
+			w.Header().Set("Location", "/"+strings.Repeat("h", 900<<10))
+			w.WriteHeader(http.StatusFound)
+		case "/huge-type":
+			w.Header().Set("Content-Type", "text/html; x="+strings.Repeat("t", 70<<10))
+			w.Write([]byte("<p>ok</p>"))
+		case "/location":
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(http.StatusFound)
+		default:
+			w.Write([]byte("<p>ok</p>"))
+		}
+	})
+	c := newClient(b, HTTPOptions{AllowPrivate: true, MaxURLLength: 256})
+	names, _ := subjects.New("test")
+	for _, bc := range []struct{ name, redirect, page string }{
+		{"plain", "/location", "/type"},
+		{"oversized", "/huge-location", "/huge-type"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			header := 0
+			for b.Loop() {
+				for _, path := range []string{bc.redirect, bc.page} {
+					r := c.Fetch(context.Background(), srv.URL+path)
+					s := &Service{}
+					m := pageMsg(names, s.page(messages.FetchTask{URL: srv.URL + path}, r), r.Body)
+					header = max(header, len(m.Header.Get(messages.HeaderPage)))
+				}
+			}
+			b.ReportMetric(float64(header), "max-page-header-bytes")
+		})
+	}
+}
