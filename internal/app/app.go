@@ -249,7 +249,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 			FetchTimeout: cfg.FetchTimeout,
 			IssueAhead:   cfg.IssueAhead,
-			MaxAttempts:  cfg.MaxAttempts, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
+			MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 			Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
 			Log:    log, Registerer: d.Registry,
 		}), nil
@@ -266,6 +266,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			HTTP: fetcher.HTTPOptions{
 				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
 				AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
+				MinTransferRate: cfg.MinTransferRate,
 			},
 			Log: log, Registerer: d.Registry,
 		}), nil

@@ -99,6 +99,7 @@ type Config struct {
 	RobotsTTL        time.Duration // --robots-ttl: how long a host's robots.txt is trusted, default 24h
 	RobotsRetry      time.Duration // --robots-retry: wait after robots.txt answered 5xx or not at all, default 30s (the host is given up after 3 such answers in a row)
 	FetchTimeout     time.Duration // --fetch-timeout: whole request, default 30s
+	MinTransferRate  int64         // --min-transfer-rate: least body bytes/s over each 5 s window from the headers on, default 1024 (0: off)
 	MaxBodyBytes     int64         // --max-body: body cap in bytes, default 1 MiB (also capped by NATS max_payload)
 	MaxRedirects     int           // --max-redirects: redirect hops followed per chain, default 5
 	UserAgent        string        // --user-agent
@@ -108,6 +109,7 @@ type Config struct {
 	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
 	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 16
 	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3
+	MaxDeferrals     int           // --max-deferrals: times a URL may be handed back unfetched before it ends as failed, default 50
 
 	// Name resolution.
 	Resolver       string        // --resolver: trawler (cached, asynchronous) or system
@@ -201,6 +203,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RobotsTTL, "robots-ttl", 24*time.Hour, "how long a host's robots.txt is used before it is fetched again")
 	fs.DurationVar(&c.RobotsRetry, "robots-retry", 30*time.Second, "how long a host is left alone when its robots.txt answered 5xx or not at all; after 3 such answers in a row (about twice this long) its URLs end as failed with the reason")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
+	fs.Int64Var(&c.MinTransferRate, "min-transfer-rate", 1024, "least body bytes per second, measured over each 5 s window from the response headers on; a slower body ends as failed (kind slow) with what came (0: off)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
 	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
 	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
@@ -210,6 +213,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 16, "concurrent parses per parser process (each waits for NATS to acknowledge its page's links, so more than the cores)")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")
+	fs.IntVar(&c.MaxDeferrals, "max-deferrals", 50, "times a URL may be handed back unfetched (robots.txt unreachable, its server's per-IP slot busy) before it ends as failed (kind deferred)")
 	fs.StringVar(&c.Resolver, "resolver", "trawler", "name resolver of the fetcher: trawler (cached, asynchronous, after Chen and Yan) or system (Go's)")
 	fs.Var((*listFlag)(&c.DNSServers), "dns-servers", "DNS servers for --resolver trawler, ip[:port] comma-separated (default: from /etc/resolv.conf)")
 	fs.IntVar(&c.DNSCacheSize, "dns-cache-size", 50000, "host names the resolver caches")
@@ -343,6 +347,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAttempts < 1 || c.MaxDeliver < 1 {
 		errs = append(errs, errors.New("--max-attempts and --max-deliver must be at least 1"))
+	}
+	if c.MaxDeferrals < 1 {
+		errs = append(errs, fmt.Errorf("--max-deferrals %d: must be at least 1", c.MaxDeferrals))
+	}
+	if c.MinTransferRate < 0 {
+		errs = append(errs, fmt.Errorf("--min-transfer-rate %d: must not be negative (0 turns it off)", c.MinTransferRate))
 	}
 	if c.Resolver != "trawler" && c.Resolver != "system" {
 		errs = append(errs, fmt.Errorf("--resolver %q: want trawler or system", c.Resolver))

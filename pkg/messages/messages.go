@@ -130,8 +130,10 @@ type Page struct {
 	BodySize    int               `json:"body_size"`
 	Truncated   bool              `json:"truncated,omitempty"`
 	// ErrorKind classifies Error: timeout, dns, refused, reset, tls,
-	// blocked, protocol, canceled, other, or robots (the host's robots.txt
-	// stayed unreachable and the host was given up).
+	// blocked, protocol, canceled, other, robots (the host's robots.txt
+	// stayed unreachable and the host was given up), slow (the body came
+	// slower than --min-transfer-rate) or deferred (handed back unfetched
+	// more than --max-deferrals times; the frontier's record).
 	ErrorKind string `json:"error_kind,omitempty"`
 	// Skipped says why the body was not downloaded (a content type outside
 	// the allow list); status and headers are real.

@@ -260,6 +260,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			// RFC 9309: an unreachable robots.txt means "disallow all"
 			// for now; come back later rather than drop the URL.
 			done.Retry, done.RetryAfter = true, v.RetryAfter
+			done.Error = errorText(v.Reason)
 			s.Stats.RobotsDeferred.Add(1)
 			return nil, nil, nil
 		case !v.Allowed:
@@ -287,7 +288,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			select {
 			case <-time.After(gap):
 			case <-s.life.Done():
-				done.Retry = true
+				done.Retry, done.Error = true, "fetcher shutting down"
 				return nil, nil, nil
 			}
 		}
@@ -297,9 +298,11 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 		// The server's address stayed at its per-IP limit, or the lease
 		// table is unreachable (fetching anyway could break the limit):
 		// hand the URL back for later.
+		done.Error = fmt.Sprintf("server address at its per-IP limit (--ip-max-concurrent %d) for %s", s.o.IPCeiling, ipMaxWait)
 		if err != nil && ctx.Err() == nil {
 			s.o.Log.Warn("per-IP lease table unavailable; task put back", "url", task.URL, "err", err)
 			wait = 5 * time.Second
+			done.Error = errorText("per-IP lease table unavailable: " + err.Error())
 		}
 		done.Retry, done.RetryAfter = true, wait
 		s.Stats.IPDeferred.Add(1)

@@ -61,6 +61,10 @@ const (
 	// minAttemptTimeout is the least time one address of several gets to
 	// connect, if the connect timeout leaves that much (as net.Dialer does).
 	minAttemptTimeout = 2 * time.Second
+	// defaultMinRateWindow is MinTransferRate's window: short enough to free
+	// a worker well before --fetch-timeout, long enough that a server's
+	// pause of a second or two (a slow disk, a GC) is not judged.
+	defaultMinRateWindow = 5 * time.Second
 )
 
 const acceptHeader = "text/html,application/xhtml+xml,*/*;q=0.8"
@@ -144,6 +148,15 @@ type HTTPOptions struct {
 	// urlx.MaxLength): a 3xx whose Location, as sent or resolved, is longer
 	// is an error of the page (KindProtocol, recorded, never followed).
 	MaxURLLength int
+	// MinTransferRate, when positive, is the least a body must deliver, in
+	// bytes per second on the wire (--min-transfer-rate), measured over each
+	// MinRateWindow from the response headers on: a body that brings fewer
+	// than MinTransferRate x MinRateWindow bytes in one window is ended with
+	// a *SlowError (KindSlow), its partial body kept. 0 turns it off; a
+	// body that ends within the first window is never judged.
+	MinTransferRate int64
+	// MinRateWindow is the window of MinTransferRate (default 5s).
+	MinRateWindow time.Duration
 }
 
 // FetchOptions are per-request settings for FetchWith.
@@ -232,11 +245,38 @@ const (
 	// fetched because its host's robots.txt stayed unreachable and the
 	// host was given up.
 	KindRobots = "robots"
+	// KindSlow: the body came slower than MinTransferRate over a whole
+	// window (Err is a *SlowError); the partial body is kept.
+	KindSlow = "slow"
+	// KindDeferred: not a Response's kind but a page's: the URL was handed
+	// back unfetched (robots.txt unreachable, its server's per-IP slot
+	// busy) more often than --max-deferrals and was given up.
+	KindDeferred = "deferred"
 )
 
 // ErrKinds lists every non-empty ErrKind of a page, e.g. to initialise
 // metric labels.
-var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther, KindRobots}
+var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther, KindRobots, KindSlow, KindDeferred}
+
+// ErrTooSlow is matched (errors.Is) by the Err of a fetch whose body came
+// slower than HTTPOptions.MinTransferRate (see SlowError).
+var ErrTooSlow = errors.New("transfer too slow")
+
+// SlowError is the Err of a body that brought fewer than Rate x Window bytes
+// in one Window. errors.Is(err, ErrTooSlow) holds for it.
+type SlowError struct {
+	Rate     int64         // the floor, bytes per second
+	Window   time.Duration // the window it was measured over
+	Got      int64         // bytes of that window
+	Received int64         // bytes of the body in all, on the wire
+	Elapsed  time.Duration // since the response headers
+}
+
+func (e *SlowError) Error() string {
+	return fmt.Sprintf("%s: %d bytes in the last %s (under --min-transfer-rate %d B/s), %d bytes in %s since the headers",
+		ErrTooSlow, e.Got, e.Window, e.Rate, e.Received, e.Elapsed.Round(time.Millisecond))
+}
+func (e *SlowError) Is(target error) bool { return target == ErrTooSlow }
 
 // TimeoutError is the Err of a fetch that ran out of time. errors.Is(err,
 // ErrTimeout) holds for it.
@@ -311,6 +351,9 @@ func NewHTTPClient(o HTTPOptions) *HTTPClient {
 	}
 	if o.Resolver == nil {
 		o.Resolver = netResolver{net.DefaultResolver}
+	}
+	if o.MinRateWindow <= 0 {
+		o.MinRateWindow = defaultMinRateWindow
 	}
 	d := newDialer(o)
 	t := &http.Transport{
@@ -486,9 +529,57 @@ func (c *HTTPClient) fetch(ctx context.Context, rawURL string, fo FetchOptions, 
 		out.Err, out.ErrKind = err, KindProtocol
 		return out
 	}
+	if c.opts.MinTransferRate > 0 && mayHaveBody(resp.StatusCode) {
+		w := watchRate(resp.Body, c.opts.MinTransferRate, c.opts.MinRateWindow, cancel)
+		defer w.stop()
+		resp.Body = w
+	}
 	c.readBody(ctx, resp, &out)
 	return out
 }
+
+// rateWatch counts a body's bytes as they are read and ends the request
+// (cancel with a *SlowError) when a whole window brought fewer than
+// rate x window of them.
+type rateWatch struct {
+	io.ReadCloser
+	n    atomic.Int64
+	done chan struct{}
+}
+
+func watchRate(body io.ReadCloser, rate int64, window time.Duration, cancel context.CancelCauseFunc) *rateWatch {
+	w := &rateWatch{ReadCloser: body, done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(window)
+		defer t.Stop()
+		var last int64
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+			}
+			n := w.n.Load()
+			floor := int64(float64(rate) * window.Seconds())
+			if got := n - last; got < floor {
+				cancel(&SlowError{Rate: rate, Window: window, Got: got, Received: n, Elapsed: time.Since(start)})
+				return
+			}
+			last = n
+		}
+	}()
+	return w
+}
+
+func (w *rateWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+// stop ends the watch (the body was read, or given up).
+func (w *rateWatch) stop() { close(w.done) }
 
 // armHeaderTimer starts HeaderTimeout once a connection is ready; when it
 // runs out first, the request is canceled with errHeaderTimeout.
@@ -649,6 +740,10 @@ func (c *HTTPClient) bodyErr(ctx context.Context, err error, received int) error
 // Timeout, or the caller. stage says what was under way.
 func (c *HTTPClient) ctxErr(ctx context.Context, stage string) error {
 	cause := context.Cause(ctx)
+	var slow *SlowError
+	if errors.As(cause, &slow) {
+		return slow
+	}
 	if errors.Is(cause, ErrTimeout) {
 		return &TimeoutError{Stage: "request", Limit: c.opts.Timeout,
 			msg: fmt.Sprintf("%s after %s %s (--fetch-timeout)", ErrTimeout, c.opts.Timeout, stage)}
@@ -671,6 +766,8 @@ func errKind(err error, a *attempt) string {
 	switch {
 	case errors.As(err, &blocked):
 		return KindBlocked
+	case errors.Is(err, ErrTooSlow):
+		return KindSlow
 	case errors.Is(err, ErrTimeout):
 		return KindTimeout
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

@@ -119,6 +119,7 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 			return v, nil
 		}
 		v.RetryAfter = max(e.rec.FetchedAt.Add(c.retry).Sub(now), time.Second)
+		v.Reason = fmt.Sprintf("robots.txt unreachable (%s), %d of %d tries", lastError(e.rec), e.rec.Failures, robotsFailuresBeforeGivingUp)
 		return v, nil
 	}
 	v.Allowed = e.rules.Allowed(c.userAgent, rawURL)

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -85,8 +84,14 @@ type Options struct {
 	// the frontier's allowance for clock skew and slow publishing.
 	LeaseMargin time.Duration
 	MaxAttempts int
-	MaxPages    int // crawl-wide fetch budget, 0 = unlimited
-	MaxDeliver  int
+	// MaxDeferrals bounds the hand-backs of a URL that was not fetched
+	// (robots.txt unreachable, its server's per-IP slot busy, a task that
+	// expired before a fetcher got to it): a URL is issued at most
+	// MaxAttempts + MaxDeferrals times in all, then it ends as failed with
+	// a page record of kind "deferred". 0: DefaultMaxDeferrals.
+	MaxDeferrals int
+	MaxPages     int // crawl-wide fetch budget, 0 = unlimited
+	MaxDeliver   int
 	// Limits are the per-host budget and queue cap, enforced by the store.
 	Limits store.Limits
 
@@ -100,7 +105,13 @@ type Stats struct {
 	// CrawlDelayCapped counts fetches whose host asked, by robots.txt, for
 	// a Crawl-delay above --max-crawl-delay or --politeness-max-gap.
 	CrawlDelayCapped atomic.Int64
+	// Deferred counts tasks handed back unfetched; DeferredOut the URLs
+	// that were handed back too often (MaxDeferrals) and ended as failed.
+	Deferred, DeferredOut atomic.Int64
 }
+
+// DefaultMaxDeferrals is MaxDeferrals when it is left 0.
+const DefaultMaxDeferrals = 50
 
 // Gauges are the replica's current queue figures, summed over its
 // partitions and refreshed about once a second.
@@ -129,6 +140,9 @@ func New(o Options) *Service {
 	if o.LeaseMargin <= 0 {
 		o.LeaseMargin = time.Minute
 	}
+	if o.MaxDeferrals <= 0 {
+		o.MaxDeferrals = DefaultMaxDeferrals
+	}
 	s := &Service{o: o, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "frontier", MaxDeliver: o.MaxDeliver},
 		loading: make(chan struct{}, loadsAtOnce)}
 	if o.Store != nil {
@@ -148,7 +162,7 @@ func New(o Options) *Service {
 			gauge("queued_urls", "URLs waiting in the host queues of this replica's partitions.", &s.Gauges.Queued),
 			gauge("ready_hosts", "Hosts with queued URLs whose politeness gap is over.", &s.Gauges.Ready),
 			gauge("waiting_hosts", "Hosts with queued URLs resting out their politeness gap.", &s.Gauges.Waiting),
-			gauge("inflight_hosts", "Hosts with a fetch task in flight.", &s.Gauges.InFlight),
+			gauge("inflight_hosts", "Hosts with a fetch task in flight: tasks issued and not yet reported done or expired, one per host (status's \"in flight\"). Kept exact, not sampled.", &s.Gauges.InFlight),
 		)
 		bus.RegisterCounters(o.Registerer, "frontier",
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
@@ -156,6 +170,8 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
 			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks.", Value: &s.Stats.Dropped},
+			bus.Counter{Name: "tasks_deferred_total", Help: "Tasks handed back unfetched (robots.txt unreachable, per-IP slot busy, expired before a fetcher got them).", Value: &s.Stats.Deferred},
+			bus.Counter{Name: "urls_deferred_out_total", Help: "URLs handed back unfetched more than --max-deferrals times, ended as failed (kind deferred).", Value: &s.Stats.DeferredOut},
 			bus.Counter{Name: "crawl_delay_capped_total", Help: "Fetches whose host's robots.txt Crawl-delay was above --max-crawl-delay or --politeness-max-gap (the cap applied).", Value: &s.Stats.CrawlDelayCapped},
 		)
 	}
@@ -276,7 +292,7 @@ func (pt *partition) load(ctx context.Context) error {
 	for _, hs := range st.Hosts {
 		h := pt.host(hs.Host)
 		h.queued = hs.Queued
-		h.inFlight = hs.InFlight
+		pt.setTask(h, hs.InFlight)
 		h.nextAt = hs.NotBefore // politeness holds across the restart
 		if h.inFlight != nil {
 			pt.leases.push(h.inFlight.LeaseUntil, h.name, h.inFlight.Task.ID)
@@ -464,6 +480,8 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			// The store is ahead of memory: another owner applied
 			// batches. Trust the store, and see the batch again.
 			pt.log.Warn("store ahead of memory; reloading")
+			pt.s.Gauges.InFlight.Add(-pt.gauged[3])
+			pt.gauged[3] = 0
 			pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
 			return pt.load(ctx)
 		}
@@ -472,12 +490,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			return err
 		}
 		for _, fd := range again {
-			// Not a lost task: put the URL back whatever its attempts.
-			if h := pt.hosts[fd.Host]; h != nil {
-				rest, _ := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, 0)
-				h.nextAt = time.Now().Add(max(rest, fd.RetryAfter))
-			}
-			if err := pt.expire(ctx, fd.Host, fd.TaskID, math.MaxInt32); err != nil {
+			if err := pt.deferred(ctx, fd); err != nil {
 				return err
 			}
 		}
@@ -574,7 +587,7 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, fre
 		if h == nil || h.inFlight == nil || h.inFlight.Task.ID != d.TaskID {
 			continue // stale: the task was re-issued after its lease ran out
 		}
-		h.inFlight = nil
+		pt.setTask(h, nil)
 		if failed(d) {
 			h.failures++
 		} else {
@@ -596,11 +609,12 @@ func (pt *partition) leaseLive(hostName, taskID string) bool {
 	return h != nil && h.inFlight != nil && h.inFlight.Task.ID == taskID
 }
 
-// expire gives a lost task's URL back to its host's queue (or drops it after
-// maxAttempts) and frees the host.
-func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAttempts int) error {
+// expire gives a task's URL back to its host's queue, or ends it when it was
+// issued maxAttempts times, and frees the host. It returns the task when the
+// URL was ended, nil otherwise (requeued, or the task is no longer live).
+func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAttempts int) (*store.InFlight, error) {
 	if !pt.leaseLive(hostName, taskID) {
-		return nil
+		return nil, nil
 	}
 	h := pt.hosts[hostName]
 	var requeued bool
@@ -608,28 +622,113 @@ func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAtt
 		requeued, err = pt.s.o.Store.Expire(ctx, pt.p, hostName, taskID, maxAttempts)
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	pt.s.Stats.Expired.Add(1)
+	task := h.inFlight
 	if requeued {
 		h.queued++
-	} else {
-		pt.s.Stats.Dropped.Add(1)
-		pt.log.Warn("giving up on URL: its fetch result never came back", "url", h.inFlight.Task.URL, "attempts", h.inFlight.Task.Attempt)
+		task = nil
 	}
-	h.inFlight = nil
+	pt.setTask(h, nil)
 	pt.schedule(h, time.Now())
-	return nil
+	return task, nil
 }
 
 func (pt *partition) expireLeases(ctx context.Context, now time.Time) error {
 	for pt.leases.Len() > 0 && !pt.leases.peek().at.After(now) {
 		e := pt.leases.pop()
-		if err := pt.expire(ctx, e.host, e.task, pt.s.o.MaxAttempts); err != nil {
+		if !pt.leaseLive(e.host, e.task) {
+			continue
+		}
+		pt.s.Stats.Expired.Add(1)
+		ended, err := pt.expire(ctx, e.host, e.task, pt.s.o.MaxAttempts)
+		if err != nil {
 			return err
+		}
+		if ended != nil {
+			pt.s.Stats.Dropped.Add(1)
+			pt.log.Warn("giving up on URL: its fetch result never came back", "url", ended.Task.URL, "attempts", ended.Task.Attempt)
 		}
 	}
 	return nil
+}
+
+// deferred puts back the URL of a task the fetcher handed back unfetched
+// (fd.Retry: robots.txt unreachable, its server's per-IP slot busy, a
+// shutdown; fd.Expired: too late for its deadline), after the rest fd asks
+// for. Not a lost task, but not free either: a URL is issued at most
+// MaxAttempts + MaxDeferrals times in all (Attempt counts every issue), then
+// it ends as failed, with a page record saying why.
+func (pt *partition) deferred(ctx context.Context, fd messages.FetchDone) error {
+	if !pt.leaseLive(fd.Host, fd.TaskID) {
+		return nil // stale: the task was re-issued after its lease ran out
+	}
+	h := pt.hosts[fd.Host]
+	rest, _ := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, 0)
+	h.nextAt = time.Now().Add(max(rest, fd.RetryAfter))
+	pt.s.Stats.Deferred.Add(1)
+	if fd.Expired {
+		pt.s.Stats.Expired.Add(1)
+	}
+	ended, err := pt.expire(ctx, fd.Host, fd.TaskID, pt.s.o.MaxAttempts+pt.s.o.MaxDeferrals)
+	if err != nil || ended == nil {
+		return err
+	}
+	pt.s.Stats.DeferredOut.Add(1)
+	why := fd.Error
+	switch {
+	case fd.Expired:
+		why = "the task expired before a fetcher got to it"
+	case why == "":
+		why = "not fetched"
+	}
+	reason := fmt.Sprintf("handed back unfetched %d times, the last: %s; given up (--max-deferrals %d)",
+		ended.Task.Attempt, why, pt.s.o.MaxDeferrals)
+	pt.log.Warn("giving up on URL: handed back unfetched too often", "url", ended.Task.URL, "attempts", ended.Task.Attempt, "last", why)
+	return pt.endRecord(ctx, *ended, reason, kindDeferred)
+}
+
+// kindDeferred is the error kind of a URL ended by MaxDeferrals (the
+// fetcher's KindDeferred; services do not import each other).
+const kindDeferred = "deferred"
+
+// endRecord publishes the page record of a URL the frontier ended without a
+// fetch, so that taps, --out and archives see its final state and why. Its
+// message ID is the fetcher's for the task's page: there was none.
+func (pt *partition) endRecord(ctx context.Context, in store.InFlight, reason, kind string) error {
+	t := in.Task
+	p := messages.Page{V: messages.Version, TaskID: t.ID, URL: t.URL, Host: t.Host, Partition: t.Partition,
+		Depth: t.Depth, Hops: t.Hops, Error: reason, ErrorKind: kind, FetchedAt: time.Now().UTC()}
+	meta, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg(pt.s.o.Names.PagesFetched())
+	m.Header.Set(messages.HeaderSchema, messages.Schema("page"))
+	m.Header.Set(messages.HeaderPage, string(meta))
+	m.Header.Set("Trawler-URL", p.URL)
+	m.Header.Set("Trawler-Status", "0")
+	return bus.Retry(ctx, "publish page record", pt.log.Warn, nil, func() error {
+		return bus.PublishAll(ctx, pt.s.o.JS, []*nats.Msg{m}, []string{"page:" + t.ID})
+	})
+}
+
+// setTask records t as h's task in flight (nil: none), keeping the in-flight
+// gauge exact: it is the store's count of tasks in flight at every step,
+// which is what status shows.
+func (pt *partition) setTask(h *host, t *store.InFlight) {
+	d := int64(0)
+	switch {
+	case h.inFlight == nil && t != nil:
+		d = 1
+	case h.inFlight != nil && t == nil:
+		d = -1
+	}
+	h.inFlight = t
+	if d != 0 {
+		pt.gauged[3] += d
+		pt.s.Gauges.InFlight.Add(d)
+	}
 }
 
 // issueDue issues one task for every host whose politeness gap has passed.
@@ -717,7 +816,7 @@ func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InF
 	for i := range tasks {
 		h := pt.host(tasks[i].Task.Host)
 		h.queued--
-		h.inFlight = &tasks[i]
+		pt.setTask(h, &tasks[i])
 		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
 	}
@@ -746,7 +845,7 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 		}
 		ids[i] = "task:" + t.Task.ID
 	}
-	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+	return msgs, ids
 }
 
 // forget takes a stopped partition's figures out of the replica's gauges.
@@ -773,8 +872,7 @@ func (pt *partition) gauge(now time.Time) {
 		}
 		cur[0] += int64(h.queued)
 		switch {
-		case h.inFlight != nil:
-			cur[3]++
+		case h.inFlight != nil: // counted by setTask, exactly
 		case h.queued > 0 && h.nextAt.After(now):
 			cur[2]++
 		case h.queued > 0:
@@ -782,7 +880,8 @@ func (pt *partition) gauge(now time.Time) {
 		}
 	}
 	g := &pt.s.Gauges
-	for i, v := range []*atomic.Int64{&g.Queued, &g.Ready, &g.Waiting, &g.InFlight} {
+	cur[3] = pt.gauged[3]
+	for i, v := range []*atomic.Int64{&g.Queued, &g.Ready, &g.Waiting} {
 		v.Add(cur[i] - pt.gauged[i])
 	}
 	pt.gauged = cur

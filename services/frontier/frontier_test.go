@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,4 +336,84 @@ func TestGauges(t *testing.T) {
 	}
 	t.Errorf("gauges queued %d, in flight %d, waiting %d, ready %d; want 2, 1, 1, 0",
 		g.Queued.Load(), g.InFlight.Load(), g.Waiting.Load(), g.Ready.Load())
+}
+
+func (h *harness) handBack(task messages.FetchTask, why string) {
+	data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: task.ID, Host: task.Host, URL: task.URL, Retry: true, Error: why})
+	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+}
+
+// A URL the fetcher keeps handing back unfetched is issued at most
+// --max-attempts + --max-deferrals times, then ends with a page record
+// saying why; the host's next URL goes on.
+func TestHandedBackURLEndsAfterMaxDeferrals(t *testing.T) {
+	h := start(t, Options{MaxAttempts: 2, MaxDeferrals: 3})
+	h.enqueue("http://a.example/busy", "http://a.example/next")
+	for i := 1; i <= 5; i++ {
+		task, _, ok := h.task(3 * time.Second)
+		if !ok || task.URL != "http://a.example/busy" || task.Attempt != i {
+			t.Fatalf("issue %d: %+v, want /busy attempt %d", i, task, i)
+		}
+		h.handBack(task, "server address at its per-IP limit")
+	}
+	next, _, ok := h.task(3 * time.Second)
+	if !ok || next.URL != "http://a.example/next" {
+		t.Fatalf("after 5 issues of /busy the next task is %+v, want /next", next)
+	}
+	m := testbus.Next(t, h.js, h.names.StreamPages(), h.names.ConsumerParser(), 3*time.Second)
+	if m == nil {
+		t.Fatal("no page record of the URL given up")
+	}
+	p, err := messages.DecodePage(m.Headers().Get(messages.HeaderPage))
+	if err != nil || p.URL != "http://a.example/busy" || p.ErrorKind != "deferred" || p.Status != 0 ||
+		!strings.Contains(p.Error, "per-IP limit") || !strings.Contains(p.Error, "--max-deferrals 3") {
+		t.Fatalf("record %+v (%v)", p, err)
+	}
+	if d, out := h.svc.Stats.Deferred.Load(), h.svc.Stats.DeferredOut.Load(); d != 5 || out != 1 {
+		t.Errorf("deferred %d, deferred out %d; want 5, 1", d, out)
+	}
+}
+
+// The in-flight gauge is the store's count of tasks in flight at every
+// step, not a sample of a second ago: status (which reads the store) and
+// /metrics (the gauge) show one figure.
+func TestInFlightGaugeIsTheStoresCount(t *testing.T) {
+	h := start(t, Options{Delay: time.Millisecond})
+	h.enqueue("http://a.example/1", "http://b.example/1", "http://c.example/1", "http://a.example/2")
+	agree := func(want int64) {
+		t.Helper()
+		// Both figures change in one step of the partition loop; read
+		// them until that step is over (no one-second sampling).
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for {
+			st, err := h.st.Stats(context.Background(), []int{0})
+			g := h.svc.Gauges.InFlight.Load()
+			if err == nil && st.InFlight == want && g == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("store in flight %d, gauge %d; want both %d", st.InFlight, g, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var tasks []messages.FetchTask
+	for range 3 {
+		task, _, ok := h.task(2 * time.Second)
+		if !ok {
+			t.Fatal("no task")
+		}
+		tasks = append(tasks, task)
+	}
+	agree(3)
+	h.done(tasks[1], false) // b: nothing more queued
+	agree(2)
+	h.handBack(tasks[2], "robots.txt unreachable") // c: back in its queue
+	h.done(tasks[0], false)                         // a: its second URL goes out
+	for range 2 {
+		if _, _, ok := h.task(2 * time.Second); !ok {
+			t.Fatal("no task")
+		}
+	}
+	agree(2)
 }
