@@ -845,7 +845,7 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 		}
 		ids[i] = "task:" + t.Task.ID
 	}
-	return msgs, ids
+	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
 }
 
 // forget takes a stopped partition's figures out of the replica's gauges.
