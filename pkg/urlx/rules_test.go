@@ -5,7 +5,7 @@ import (
 )
 
 func TestRules(t *testing.T) {
-	track := Rules{DropParams: TrackingParams}
+	track := Rules{DropParams: TrackingParams, DropSessionSegments: true}
 	sortq := Rules{SortQuery: true}
 	both := Rules{SortQuery: true, DropParams: TrackingParams}
 	tests := []struct {
@@ -22,6 +22,26 @@ func TestRules(t *testing.T) {
 		{track, "http://a/p;v=2;JSESSIONID=1", "http://a/p;v=2"},
 		{track, "http://a/dir;sid=1/p", "http://a/dir;sid=1/p"}, // only the last segment's parameters
 		{both, "http://a/?z=1&gclid=2&b=3", "http://a/?b=3&z=1"},
+		// Session IDs (issue 18): every spelling of the servers that put
+		// them in URLs, in the query and as path parameters.
+		{track, "http://a/p?PHPSESSID=0123456789abcdef&id=7", "http://a/p?id=7"},
+		{track, "http://a/p?phpsessid=x&sid=1&SessionID=2&session_id=3&sessid=4", "http://a/p"},
+		{track, "http://a/p;jsessionid=8D2F1E3A9B7C?x=1", "http://a/p?x=1"},
+		{track, "http://a/p;JSESSIONID=8D2F1E3A9B7C.node1", "http://a/p"},
+		{track, "http://a/dir/;jsessionid=1", "http://a/dir/"},
+		{track, "http://a/p?ASPSESSIONIDQQGGGNCG=LBDGOPABCDEF&x=1", "http://a/p?x=1"}, // classic ASP: the suffix varies
+		{track, "http://a/p?aspsessionid=1", "http://a/p"},
+		{track, "http://a/p?ASP.NET_SessionId=abc&x=1", "http://a/p?x=1"},
+		{track, "http://a/p?CFID=1&CFTOKEN=2&osCsid=3&zenid=4&page=2", "http://a/p?page=2"},
+		{track, "http://a/p?aspsession=1&sidebar=2&side=3", "http://a/p?aspsession=1&sidebar=2&side=3"}, // whole names, or the prefix
+		// ASP.NET cookieless sessions: the identifier is a path segment.
+		{track, "http://a/(S(lit3py55t21z5v55vlm25s55))/default.aspx?x=1", "http://a/default.aspx?x=1"},
+		{track, "http://a/app/(X(1)S(lit3py55t21z5v55vlm25s55))/orders/", "http://a/app/orders/"},
+		{track, "http://a/app/(A(abc)F(def))", "http://a/app/"},
+		{track, "http://a/(S(x))/", "http://a/"},
+		{track, "http://a/(S(x))", "http://a/"},
+		{track, "http://a/(see)/(S(x)/(S(x)y)/(S)/()/(12(x))", "http://a/(see)/(S(x)/(S(x)y)/(S)/()/(12(x))"}, // not identifiers
+		{Rules{DropParams: TrackingParams}, "http://a/(S(x))/p?sid=1", "http://a/(S(x))/p"},                   // segments only with DropSessionSegments
 	}
 	for _, tt := range tests {
 		got := tt.r.Apply(tt.in)
@@ -40,10 +60,10 @@ func TestRules(t *testing.T) {
 // FuzzCanonicalRules: canonicalization and the optional rules are
 // idempotent and keep URLs canonical, whatever the input.
 func FuzzCanonicalRules(f *testing.F) {
-	for _, s := range []string{"http://a/?b=1&a=2", "http://a/p;jsessionid=1?utm_source=x", "HTTP://ex.com:80/%7e/../a?&&"} {
+	for _, s := range []string{"http://a/?b=1&a=2", "http://a/p;jsessionid=1?utm_source=x", "HTTP://ex.com:80/%7e/../a?&&", "http://a/(S(x))/(A(y)F(z))/p?ASPSESSIONIDAB=1"} {
 		f.Add(s)
 	}
-	r := Rules{SortQuery: true, DropParams: TrackingParams}
+	r := Rules{SortQuery: true, DropParams: TrackingParams, DropSessionSegments: true}
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := Canonicalize(s)
 		if err != nil {
