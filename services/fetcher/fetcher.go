@@ -74,9 +74,12 @@ type Stats struct {
 type Service struct {
 	o      Options
 	client *HTTPClient
-	robots *robotsCache    // nil with IgnoreRobots
-	ipGate *ipgate.Gate    // nil: no per-IP limits
-	life   context.Context // Run's context: ends on shutdown
+	robots *robotsCache // nil with IgnoreRobots
+	// robotsView is robots for readers outside Run's goroutines (metrics,
+	// the progress line), set once Run opened it.
+	robotsView atomic.Pointer[robotsCache]
+	ipGate     *ipgate.Gate    // nil: no per-IP limits
+	life       context.Context // Run's context: ends on shutdown
 
 	statuses, errKinds *prometheus.CounterVec // nil without a registerer
 	perHost            *hostStats
@@ -110,9 +113,26 @@ func New(o Options) *Service {
 		s.errKinds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "failures_total",
 			Help: "Fetches without a response, by kind (timeout, dns, refused, reset, tls, blocked, protocol, canceled, other)."}, []string{"kind"})
 		s.perHost = newHostStats()
-		o.Registerer.MustRegister(s.statuses, s.errKinds, s.perHost)
+		o.Registerer.MustRegister(s.statuses, s.errKinds, s.perHost,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "robots_retrying_hosts",
+				Help: "Origins whose robots.txt is unreachable and being retried (--robots-retry apart) before they are given up."},
+				func() float64 { return float64(s.RobotsUnreachable().Retrying) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "robots_given_up_hosts_total",
+				Help: "Origins given up because their robots.txt stayed unreachable (or their name does not resolve): their URLs end as failed, kind robots."},
+				func() float64 { return float64(s.RobotsUnreachable().GivenUp) }),
+		)
 	}
 	return s
+}
+
+// RobotsUnreachable tells how many origins this replica is retrying for an
+// unreachable robots.txt, when the last of them will be given up if it stays
+// so, and how many it gave up.
+func (s *Service) RobotsUnreachable() RobotsUnreachable {
+	if s == nil {
+		return RobotsUnreachable{}
+	}
+	return s.robotsView.Load().unreachableNow() // nil-safe: --ignore-robots, or not running yet
 }
 
 // Run fetches until ctx ends, then lets the fetches in hand finish.
@@ -132,6 +152,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if s.robots, err = openRobots(ctx, s.o.JS, s.o.Names, s.client, s.o.HTTP.UserAgent, s.o.RobotsTTL, s.o.RobotsRetry); err != nil {
 			return err
 		}
+		s.robotsView.Store(s.robots)
 		s.robots.get = func(ctx context.Context, rawURL string) Response {
 			r, wait, err := s.gatedFetch(ctx, rawURL, robotsIPWait)
 			if r == nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,6 +76,33 @@ type robotsCache struct {
 
 	mu    sync.Mutex
 	local map[string]robotsEntry // guarded by mu; bounded by maxLocal
+
+	// This replica's view of the hosts whose robots.txt is unreachable,
+	// for its progress line and metrics; the crawl-wide list is the
+	// bucket's "u." records (UnreachableRecord).
+	retrying       sync.Map     // origin -> time it will be given up
+	retryingN      atomic.Int64 // entries of retrying
+	givenUp, tries atomic.Int64 // origins given up; unreachable answers
+}
+
+// UnreachablePrefix starts the keys of the robots bucket that list the
+// origins whose robots.txt is unreachable: a small set `trawler status`
+// reads without listing every origin of the crawl.
+const UnreachablePrefix = "u."
+
+// UnreachableRecord is the value of an UnreachablePrefix key: an origin
+// whose robots.txt answered 5xx, 429 or not at all, how often in a row, and
+// when it will be given up if it stays so (GaveUp once it is: its URLs then
+// end as failed, kind robots). The key is deleted when the origin answers.
+type UnreachableRecord struct {
+	Origin   string    `json:"origin"`
+	Error    string    `json:"error"`
+	Failures int       `json:"failures"` // unreachable answers in a row
+	Of       int       `json:"of"`       // answers in a row that give the host up
+	LastTry  time.Time `json:"last_try"`
+	NextTry  time.Time `json:"next_try,omitzero"`   // earliest next fetch of robots.txt
+	GiveUpAt time.Time `json:"give_up_at,omitzero"` // if every try fails, promptly retried
+	GaveUp   bool      `json:"gave_up,omitempty"`
 }
 
 const maxLocal = 10000
@@ -171,7 +199,73 @@ func (c *robotsCache) entry(ctx context.Context, origin string, now time.Time) (
 	if _, err := c.kv.Put(ctx, key, data); err != nil {
 		return e, false, fmt.Errorf("robots bucket: %w", err)
 	}
+	c.noteReachability(ctx, origin, rec, prev != nil && unreachable(prev.Status))
 	return *c.remember(origin, rec, now), true, nil
+}
+
+// noteReachability keeps the origin's UnreachablePrefix record (and this
+// replica's counts) in step with rec, a robots.txt answer just written.
+// Best effort: the record is for people watching, not for the crawl.
+func (c *robotsCache) noteReachability(ctx context.Context, origin string, rec robotsRecord, wasUnreachable bool) {
+	key := UnreachablePrefix + hex.EncodeToString([]byte(origin))
+	if !unreachable(rec.Status) {
+		if _, ok := c.retrying.LoadAndDelete(origin); ok {
+			c.retryingN.Add(-1)
+		}
+		if wasUnreachable {
+			_ = c.kv.Delete(ctx, key)
+		}
+		return
+	}
+	c.tries.Add(1)
+	u := UnreachableRecord{Origin: origin, Error: lastError(rec), Failures: rec.Failures, Of: robotsFailuresBeforeGivingUp,
+		LastTry: rec.FetchedAt, GaveUp: rec.Failures >= robotsFailuresBeforeGivingUp}
+	if u.GaveUp {
+		if _, ok := c.retrying.LoadAndDelete(origin); ok {
+			c.retryingN.Add(-1)
+		}
+		c.givenUp.Add(1)
+	} else {
+		u.NextTry = rec.FetchedAt.Add(c.retry)
+		u.GiveUpAt = rec.FetchedAt.Add(time.Duration(robotsFailuresBeforeGivingUp-rec.Failures) * c.retry)
+		if _, loaded := c.retrying.Swap(origin, u.GiveUpAt); !loaded {
+			c.retryingN.Add(1)
+		}
+	}
+	data, _ := json.Marshal(u)
+	_, _ = c.kv.Put(ctx, key, data)
+}
+
+// RobotsUnreachable is this replica's count of origins whose robots.txt is
+// being retried, the latest time one of them will be given up, and the
+// origins given up so far.
+type RobotsUnreachable struct {
+	Retrying   int
+	LastGiveUp time.Time
+	GivenUp    int64
+}
+
+func (c *robotsCache) unreachableNow() RobotsUnreachable {
+	var r RobotsUnreachable
+	if c == nil {
+		return r
+	}
+	stale := time.Now().Add(-c.retry) // nobody tried since: no URL of the host came
+	c.retrying.Range(func(k, v any) bool {
+		if v.(time.Time).Before(stale) {
+			if _, ok := c.retrying.LoadAndDelete(k); ok {
+				c.retryingN.Add(-1)
+			}
+			return true
+		}
+		r.Retrying++
+		if t := v.(time.Time); t.After(r.LastGiveUp) {
+			r.LastGiveUp = t
+		}
+		return true
+	})
+	r.GivenUp = c.givenUp.Load()
+	return r
 }
 
 // remember parses rec into the local cache if it is still usable at now,

@@ -551,6 +551,17 @@ func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "
 // restUntil is when a host may be fetched again after fd: the politeness
 // rule's rest, failure backoff included, capped by the max gap.
 func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
+	if fd.Disallowed && fd.Duration == 0 {
+		// Nothing was sent to the host (robots.txt, known already,
+		// forbids the URL, or the host was given up or refused): the rest
+		// since its last request is still running, or over, and its next
+		// URL may go at once. A given-up host's queue then ends at the pace
+		// of the loop, not one URL per --politeness-delay.
+		if h := pt.hosts[fd.Host]; h != nil && h.nextAt.After(now) {
+			return h.nextAt
+		}
+		return now
+	}
 	failures := 0
 	if h := pt.hosts[fd.Host]; h != nil {
 		failures = h.failures

@@ -1,0 +1,120 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/testsite"
+)
+
+// nxdomainServer answers every DNS query on a loopback UDP port with
+// NXDOMAIN and counts the queries: the crawl's resolver is pointed at it
+// (--dns-servers), so no test depends on, or reaches, real DNS.
+func nxdomainServer(t *testing.T) (addr string, queries *atomic.Int64) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	queries = new(atomic.Int64)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			hdr, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			queries.Add(1)
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: hdr.ID, Response: true, Authoritative: true,
+				RecursionDesired: hdr.RecursionDesired, RecursionAvailable: true, RCode: dnsmessage.RCodeNameError})
+			if b.StartQuestions() != nil || b.Question(q) != nil {
+				continue
+			}
+			if out, err := b.Finish(); err == nil {
+				_, _ = pc.WriteTo(out, from)
+			}
+		}
+	}()
+	return pc.LocalAddr().String(), queries
+}
+
+// A host whose name does not resolve (NXDOMAIN from the crawl's own
+// resolver) ends every queued URL as failed, with the reason, at once: its
+// robots.txt is given up on the first answer and its queue then drains at the
+// pace of the frontier's loop, not one URL per --politeness-delay (1 s, the
+// default, here), so the crawl ends within seconds.
+func TestUnresolvableHostEndsItsURLs(t *testing.T) {
+	s := testsite.New()
+	live := s.AddHost(t, "live", "127.0.2.21")
+	live.Set("/", testsite.Page{Links: []string{live.URL("/a")}})
+	live.Set("/a", testsite.Page{})
+
+	const n = 40
+	seeds := []string{live.URL("/")}
+	for i := range n {
+		seeds = append(seeds, fmt.Sprintf("http://nowhere.test/p%d", i))
+	}
+	dnsAddr, queries := nxdomainServer(t)
+	cfg := testConfig(t, seeds)
+	cfg.Resolver, cfg.DNSServers = "trawler", []string{dnsAddr}
+	cfg.PolitenessDelay = time.Second // the default
+	cfg.RobotsRetry = 30 * time.Second
+	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	sum, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	// Live: robots.txt, /, a gap of 1 s, /a. Before the fix the 40 URLs of
+	// nowhere.test took a second each.
+	if elapsed > 15*time.Second {
+		t.Errorf("crawl took %v; want the unresolvable host's %d URLs ended within seconds", elapsed, n)
+	}
+	if queries.Load() == 0 {
+		t.Fatal("the local DNS server was never asked: the test did not exercise the resolver")
+	}
+	recs := readOut(t, cfg.Out)
+	for i := range n {
+		u := fmt.Sprintf("http://nowhere.test/p%d", i)
+		rec := recs[u]
+		if rec == nil {
+			t.Errorf("%s: no record", u)
+			continue
+		}
+		msg, _ := rec["error"].(string)
+		if rec["status"] != float64(0) || !strings.Contains(msg, "robots.txt unreachable (lookup nowhere.test: no such host)") {
+			t.Errorf("%s: status %v, error %q; want 0, robots.txt unreachable, no such host", u, rec["status"], msg)
+		}
+	}
+	if rec := recs[live.URL("/a")]; rec == nil || rec["status"] != float64(200) {
+		t.Errorf("live host's page: %v", rec)
+	}
+	if got := sum.Counters[`trawler_fetcher_failures_total{kind="robots"}`]; got != n {
+		t.Errorf("failures of kind robots = %v, want %d", got, n)
+	}
+	if got := sum.Counters["trawler_fetcher_robots_given_up_hosts_total"]; got != 1 {
+		t.Errorf("robots given-up hosts = %v, want 1", got)
+	}
+	t.Logf("%d URLs of an unresolvable host and a live host of 2 pages: %v", n, elapsed.Round(time.Millisecond))
+}
