@@ -20,6 +20,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/services/fetcher"
 )
 
 // statusCmd shows whether a crawl is healthy and when it will end: once, as
@@ -148,13 +149,107 @@ type statusReport struct {
 		TopHosts     []hostQueue     `json:"top_hosts,omitempty"`
 		Partitions   map[string]bool `json:"-"`
 	} `json:"frontier"`
-	Statuses map[string]float64 `json:"statuses"` // responses by class (2xx, 3xx, ...), live replicas' lifetimes
-	Failures map[string]float64 `json:"failures"` // fetches without a response, by kind
-	Dedup    dedupReport        `json:"dedup"`
-	Replicas map[string]int     `json:"replicas"` // live processes running each service
-	Beats    []beatReport       `json:"processes"`
-	Streams  []streamReport     `json:"streams"`
-	Cons     []consumerReport   `json:"consumers"`
+	// Unreachable are the origins whose robots.txt is unreachable: being
+	// retried (with the time left before they are given up) or given up.
+	Unreachable []unreachableHost  `json:"robots_unreachable"`
+	Statuses    map[string]float64 `json:"statuses"` // responses by class (2xx, 3xx, ...), live replicas' lifetimes
+	Failures    map[string]float64 `json:"failures"` // fetches without a response, by kind
+	Dedup       dedupReport        `json:"dedup"`
+	Replicas    map[string]int     `json:"replicas"` // live processes running each service
+	Beats       []beatReport       `json:"processes"`
+	Streams     []streamReport     `json:"streams"`
+	Cons        []consumerReport   `json:"consumers"`
+}
+
+// unreachableHost is an origin of the robots bucket's "u." records.
+type unreachableHost struct {
+	Origin   string  `json:"origin"`
+	Error    string  `json:"error"`
+	Failures int     `json:"failures"` // unreachable answers in a row
+	Of       int     `json:"of"`       // answers in a row that give it up
+	GaveUp   bool    `json:"gave_up"`
+	GiveUpIn float64 `json:"give_up_in_s"` // seconds left, if every try fails; 0 when given up or due
+}
+
+// robotsUnreachable reads the robots bucket's "u." records (only origins
+// whose robots.txt is or was unreachable, not every origin): retried ones
+// first, soonest given up first, then the given-up ones.
+func robotsUnreachable(ctx context.Context, js jetstream.JetStream, bucket string, now time.Time) []unreachableHost {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil // no robots.txt fetched yet, or --ignore-robots
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	w, err := kv.Watch(ctx, fetcher.UnreachablePrefix+">", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil
+	}
+	defer w.Stop()
+	var out []unreachableHost
+	for e := range w.Updates() {
+		if e == nil {
+			break // the current values are all in
+		}
+		var r fetcher.UnreachableRecord
+		if json.Unmarshal(e.Value(), &r) != nil {
+			continue
+		}
+		u := unreachableHost{Origin: r.Origin, Error: r.Error, Failures: r.Failures, Of: r.Of, GaveUp: r.GaveUp}
+		if !r.GaveUp {
+			u.GiveUpIn = max(r.GiveUpAt.Sub(now).Seconds(), 0)
+		}
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.GaveUp != b.GaveUp {
+			return !a.GaveUp
+		}
+		if a.GiveUpIn != b.GiveUpIn {
+			return a.GiveUpIn < b.GiveUpIn
+		}
+		return a.Origin < b.Origin
+	})
+	return out
+}
+
+// unreachableLine is the screen's summary of rep.Unreachable: the retried
+// origins with the time they have left, then the given-up ones, at most
+// five of each named.
+func unreachableLine(hosts []unreachableHost) string {
+	var retrying, gaveUp []string
+	nr, ng := 0, 0
+	for _, h := range hosts {
+		if h.GaveUp {
+			if ng++; ng <= 5 {
+				gaveUp = append(gaveUp, fmt.Sprintf("%s (%s)", h.Origin, h.Error))
+			}
+			continue
+		}
+		if nr++; nr <= 5 {
+			left := "at its next try"
+			if h.GiveUpIn > 0 {
+				left = "in " + age(h.GiveUpIn)
+			}
+			retrying = append(retrying, fmt.Sprintf("%s (%s; %d of %d tries; given up %s)", h.Origin, h.Error, h.Failures, h.Of, left))
+		}
+	}
+	line := fmt.Sprintf("%d retrying", nr)
+	if nr > 0 {
+		line += ": " + strings.Join(retrying, ", ")
+		if nr > 5 {
+			line += fmt.Sprintf(", … %d more", nr-5)
+		}
+	}
+	line += fmt.Sprintf("; %d given up, their URLs failed", ng)
+	if ng > 0 {
+		line += ": " + strings.Join(gaveUp, ", ")
+		if ng > 5 {
+			line += fmt.Sprintf(", … %d more", ng-5)
+		}
+	}
+	return line
 }
 
 type hostQueue struct {
@@ -260,6 +355,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 		f.TopHosts = topHosts(ctx, r.src.redis, r.partitions, r.top)
 	}
 	names := r.watcher.Names
+	rep.Unreachable = robotsUnreachable(ctx, r.js, names.RobotsBucket(), s.At)
 	for _, stream := range []string{names.StreamDiscovered(), names.StreamFrontier(), names.StreamFetch(), names.StreamPages(), names.StreamParsed(), names.StreamDLQ()} {
 		sr, cons, err := streamDetails(ctx, r.js, stream, s.At)
 		if err != nil {
@@ -431,6 +527,9 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 		}
 		fmt.Fprintf(&b, "top hosts %s\n", strings.Join(parts, ", "))
 	}
+	if len(rep.Unreachable) > 0 {
+		fmt.Fprintf(&b, "robots    %s\n", unreachableLine(rep.Unreachable))
+	}
 	fmt.Fprintf(&b, "responses %s; failures %s; dead letters %d\n", mix(rep.Statuses), mix(rep.Failures), rep.DeadLetters)
 	d := rep.Dedup
 	fmt.Fprintf(&b, "dedup     %.0f URLs in, %.0f new; cache hits %.1f%%, Bloom proved new %.1f%% of misses, seen set hits %.1f%% of %.0f lookups\n",
@@ -591,6 +690,19 @@ func groupPartitions(cons []consumerReport) []consumerReport {
 	return out
 }
 
+// givenUp is the summary's line of what the crawl gave up without a
+// response: hosts whose robots.txt stayed unreachable (or whose name does not
+// resolve), URLs handed back unfetched too often, URLs whose fetch result
+// never came back; "" when none.
+func givenUp(c map[string]float64) string {
+	hosts, deferred, lost := c["trawler_fetcher_robots_given_up_hosts_total"], c["trawler_frontier_urls_deferred_out_total"], c["trawler_frontier_urls_dropped_total"]
+	if hosts+deferred+lost == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f hosts (robots.txt unreachable or name not resolving: their URLs failed, kind robots), %.0f URLs handed back unfetched over --max-deferrals (kind deferred), %.0f URLs whose result never came back (--max-attempts)",
+		hosts, deferred, lost)
+}
+
 // printSummary ends `trawler run` with a table of what the run did, from the
 // same counters `status` reads in heartbeats.
 func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
@@ -608,6 +720,9 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 		{"dedup", fmt.Sprintf("%.0f URLs in, %.0f new; cache hits %.1f%%, Bloom proved new %.1f%% of misses, seen set hits %.1f%%",
 			rep.Dedup.In, rep.Dedup.New, 100*rep.Dedup.CacheHitRate, 100*rep.Dedup.BloomNewRate, 100*rep.Dedup.SeenHitRate)},
 		{"crawl", fmt.Sprintf("%d pages over its life, %d URLs left queued, %d dead letters", sum.Total, sum.Queued, sum.DeadLetters)},
+	}
+	if given := givenUp(c); given != "" {
+		rows = append(rows, [2]string{"given up", given})
 	}
 	if commits, ok := c["trawler_store_commits_total"]; ok {
 		pages := max(float64(sum.Fetched+sum.Errors), 1)

@@ -152,9 +152,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		}
 	}()
 	last, waitErr := w.Wait(waitCtx, 250*time.Millisecond, func(s crawlstate.Snapshot) {
-		prog.show(s, &fetch.Stats, false)
+		prog.show(s, fetch, false)
 	})
-	prog.show(last, &fetch.Stats, true)
+	prog.show(last, fetch, true)
 
 	stop() // services finish the work in hand, ack it and return
 	wg.Wait()
@@ -253,10 +253,11 @@ func newProgress(w io.Writer, start time.Time) *progress {
 }
 
 // show draws s with this run's fetch counts; final forces a last line.
-func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
+func (p *progress) show(s crawlstate.Snapshot, f *fetcher.Service, final bool) {
 	if p.w == nil || s.At.IsZero() {
 		return
 	}
+	st := &f.Stats
 	fetched, errs := st.Fetched.Load()+st.Errors.Load(), st.Errors.Load()
 	if dt := s.At.Sub(p.lastAt).Seconds(); dt >= 1 {
 		inst := float64(fetched-p.last) / dt
@@ -280,6 +281,15 @@ func (p *progress) show(s crawlstate.Snapshot, st *fetcher.Stats, final bool) {
 	}
 	line := fmt.Sprintf("done %d (%.1f/s, %s/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
 		fetched, rate, HumanBytes(byteRate), s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
+	if u := f.RobotsUnreachable(); u.Retrying > 0 || u.GivenUp > 0 {
+		// Hosts whose robots.txt is unreachable hold their URLs until
+		// they answer or are given up: say how long that may still take.
+		line += fmt.Sprintf(" | robots unreachable: %d retrying", u.Retrying)
+		if left := time.Until(u.LastGiveUp); u.Retrying > 0 && left > 0 {
+			line += fmt.Sprintf(" (all settled within %s)", left.Round(time.Second))
+		}
+		line += fmt.Sprintf(", %d given up", u.GivenUp)
+	}
 	switch {
 	case p.tty && !final:
 		fmt.Fprintf(p.w, "\r\033[K%s", line)

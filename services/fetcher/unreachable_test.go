@@ -1,0 +1,89 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+)
+
+// An origin whose robots.txt does not answer gets a "u." record saying how
+// many tries it had and when it will be given up; the record is deleted when
+// robots.txt answers, and marks the origin given up after the last try.
+func TestUnreachableRecords(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	const retry = 200 * time.Millisecond
+	c, err := openRobots(ctx, js, names, NewHTTPClient(HTTPOptions{}), "Trawler/0.1", time.Hour, retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := 503
+	c.get = func(ctx context.Context, rawURL string) Response { return Response{Status: status} }
+	kv, err := js.KeyValue(ctx, names.RobotsBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(origin string) (UnreachableRecord, bool) {
+		e, err := kv.Get(ctx, UnreachablePrefix+hex.EncodeToString([]byte(origin)))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return UnreachableRecord{}, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r UnreachableRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r, true
+	}
+
+	// a: 503, then it answers.
+	if v, err := c.check(ctx, "http://a.test/x"); err != nil || v.RetryAfter == 0 {
+		t.Fatalf("first check: %+v %v", v, err)
+	}
+	r, ok := read("http://a.test")
+	if !ok || r.Failures != 1 || r.Of != 3 || r.GaveUp || r.Error != "HTTP 503" ||
+		!r.GiveUpAt.Equal(r.LastTry.Add(2*retry)) || !r.NextTry.Equal(r.LastTry.Add(retry)) {
+		t.Fatalf("record after one 503: %+v (found %v)", r, ok)
+	}
+	if u := c.unreachableNow(); u.Retrying != 1 || u.GivenUp != 0 || !u.LastGiveUp.Equal(r.GiveUpAt) {
+		t.Errorf("unreachableNow %+v", u)
+	}
+	time.Sleep(retry)
+	status = 200
+	if v, err := c.check(ctx, "http://a.test/x"); err != nil || !v.Allowed {
+		t.Fatalf("after it answers: %+v %v", v, err)
+	}
+	if r, ok := read("http://a.test"); ok {
+		t.Errorf("record kept after robots.txt answered: %+v", r)
+	}
+
+	// b: three 503s in a row: given up.
+	status = 503
+	for i := 1; i <= 3; i++ {
+		v, err := c.check(ctx, "http://b.test/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := read("http://b.test"); r.Failures != i {
+			t.Fatalf("try %d: record %+v", i, r)
+		}
+		if i < 3 {
+			time.Sleep(max(v.RetryAfter, retry))
+		}
+	}
+	if r, _ := read("http://b.test"); !r.GaveUp || !r.GiveUpAt.IsZero() {
+		t.Errorf("record after 3 tries: %+v", r)
+	}
+	if u := c.unreachableNow(); u.Retrying != 0 || u.GivenUp != 1 {
+		t.Errorf("unreachableNow %+v, want 0 retrying, 1 given up", u)
+	}
+}
