@@ -17,13 +17,13 @@ import (
 // serves all Deployments), but its help shows only these, plus its own flags.
 var commandFlags = map[string][]string{
 	"run": {"seed", "seeds-file", "scope", "allow", "deny", "allow-private", "allow-link-local", "max-pages", "max-depth", "max-pages-per-host", "max-queue-per-host",
-		"max-url-length", "max-redirects", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
+		"max-url-length", "max-path-depth", "max-repeated-segments", "max-query-params", "max-redirects", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
 		"user-agent", "allowed-types", "link-kinds", "sort-query", "drop-params", "topic", "scoring", "relevance-threshold", "out", "min-transfer-rate", "max-deferrals",
 		"archive*", "parsed-text", "data-dir", "partition-count", "progress", "metrics-addr", "log-format", "config"},
 	"fetcher": {"nats*", "prefix", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
 		"user-agent", "allowed-types", "allow-private", "allow-link-local", "fetch-workers", "resolver", "dns-*", "max-deliver", "metrics-addr", "log-format", "config", "min-transfer-rate"},
 	"parser": {"nats*", "prefix", "partition-count", "link-kinds", "sort-query", "drop-params", "allow", "deny", "topic", "scoring",
-		"relevance-threshold", "max-depth", "max-url-length", "max-redirects", "parse-workers", "parsed-*", "splitter-cache-size",
+		"relevance-threshold", "max-depth", "max-url-length", "max-path-depth", "max-repeated-segments", "max-query-params", "max-redirects", "parse-workers", "parsed-*", "splitter-cache-size",
 		"max-deliver", "metrics-addr", "log-format", "config"},
 	"dedup": {"nats*", "redis*", "prefix", "partition-count", "partitions", "partition-lease-ttl", "replicas", "dedup-*",
 		"max-deliver", "metrics-addr", "log-format", "config"},

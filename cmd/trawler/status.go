@@ -721,6 +721,14 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 			rep.Dedup.In, rep.Dedup.New, 100*rep.Dedup.CacheHitRate, 100*rep.Dedup.BloomNewRate, 100*rep.Dedup.SeenHitRate)},
 		{"crawl", fmt.Sprintf("%d pages over its life, %d URLs left queued, %d dead letters", sum.Total, sum.Queued, sum.DeadLetters)},
 	}
+	if ex := app.ExcludedLinks(c); ex != "" { // by reason: --max-url-length, the trap limits, --allow/--deny
+		for i := range rows {
+			if rows[i][0] == "parsed" {
+				rows = append(rows[:i+1], append([][2]string{{"excluded", ex}}, rows[i+1:]...)...)
+				break
+			}
+		}
+	}
 	if given := givenUp(c); given != "" {
 		rows = append(rows, [2]string{"given up", given})
 	}

@@ -79,7 +79,12 @@ type Config struct {
 	MaxPages     int // --max-pages: stop issuing fetches after N (0: no limit)
 	MaxDepth     int // --max-depth: links deeper than N are not followed (-1: no limit)
 	MaxURLLength int // --max-url-length: longer URLs are dropped, default 256
-	// --max-pages-per-host: URLs issued per host over the crawl (0: no limit)
+	// Trap limits on links (pkg/traps; 0: no limit each).
+	MaxPathDepth        int // --max-path-depth: links with more path segments are dropped, default 20 (Heritrix)
+	MaxRepeatedSegments int // --max-repeated-segments: links with a path segment occurring more often are dropped, default 2
+	MaxQueryParams      int // --max-query-params: links with more query parameters are dropped, default 20
+	// --max-pages-per-host: URLs issued per host over the crawl, default
+	// 100000 (0: no limit)
 	MaxPagesPerHost int
 	// --max-queue-per-host: URLs queued per host; the lowest-priority one
 	// goes when it is full (0: no limit), default 100000
@@ -190,7 +195,10 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxPages, "max-pages", 0, "stop issuing fetches after this many (0: no limit)")
 	fs.IntVar(&c.MaxDepth, "max-depth", -1, "do not follow links deeper than this many hops from a seed (-1: no limit)")
 	fs.IntVar(&c.MaxURLLength, "max-url-length", 256, "drop URLs longer than this")
-	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 0, "issue at most this many URLs of one host over the crawl, against spider traps (0: no limit)")
+	fs.IntVar(&c.MaxPathDepth, "max-path-depth", 20, "drop links whose path has more segments than this, against ever-deeper traps (0: no limit)")
+	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", 2, "drop links in whose path one segment occurs more often than this (/a/b/a/b/a), against looping relative links (0: no limit)")
+	fs.IntVar(&c.MaxQueryParams, "max-query-params", 20, "drop links with more query parameters than this, against query explosions (0: no limit)")
+	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "issue at most this many URLs of one host over the crawl, against spider traps such as endless calendars (0: no limit)")
 	fs.IntVar(&c.MaxQueuePerHost, "max-queue-per-host", 100000, "queue at most this many URLs per host; beyond it the lowest-priority URL is dropped (0: no limit)")
 	fs.DurationVar(&c.PolitenessDelay, "politeness-delay", time.Second, "minimum gap between two requests to one host")
 	fs.IntVar(&c.IPMaxConcurrent, "ip-max-concurrent", 4, "most requests in flight to one server IP address, across all fetchers (0: no limit)")
@@ -308,6 +316,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxURLLength < 16 {
 		errs = append(errs, fmt.Errorf("--max-url-length %d: want at least 16", c.MaxURLLength))
+	}
+	if c.MaxPathDepth < 0 || c.MaxRepeatedSegments < 0 || c.MaxQueryParams < 0 {
+		errs = append(errs, errors.New("--max-path-depth, --max-repeated-segments and --max-query-params must not be negative (0: no limit)"))
 	}
 	if c.PolitenessDelay < 0 {
 		errs = append(errs, fmt.Errorf("--politeness-delay %s: must not be negative", c.PolitenessDelay))

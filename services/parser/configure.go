@@ -10,10 +10,13 @@ import (
 )
 
 // Configure sets the parsing settings of o from a crawl's settings: link
-// kinds, canonical rules, allow and deny patterns, topic and scoring.
+// kinds, canonical rules, link limits, allow and deny patterns, topic and
+// scoring.
 func (o *Options) Configure(cfg config.Config) error {
 	var err error
 	o.Text = cfg.ParsedText
+	o.MaxURLLength = cfg.MaxURLLength
+	o.MaxPathDepth, o.MaxRepeatedSegments, o.MaxQueryParams = cfg.MaxPathDepth, cfg.MaxRepeatedSegments, cfg.MaxQueryParams
 	o.Kinds = DefaultKinds
 	if len(cfg.LinkKinds) > 0 {
 		if o.Kinds, err = ParseKinds(cfg.LinkKinds); err != nil {
@@ -24,6 +27,7 @@ func (o *Options) Configure(cfg config.Config) error {
 	for _, p := range cfg.DropParams {
 		if strings.EqualFold(p, "tracking") {
 			o.Rules.DropParams = append(o.Rules.DropParams, urlx.TrackingParams...)
+			o.Rules.DropSessionSegments = true
 		} else {
 			o.Rules.DropParams = append(o.Rules.DropParams, p)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/pkg/topic"
+	"github.com/trawlerhq/trawler/pkg/traps"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
@@ -41,7 +42,12 @@ type Options struct {
 	MaxDepth       int // -1: no limit
 	MaxRedirects   int
 	MaxURLLength   int
-	MaxDeliver     int
+	// The trap limits (pkg/traps; 0: none): path segments, occurrences of
+	// one segment in the path, query parameters.
+	MaxPathDepth        int
+	MaxRepeatedSegments int
+	MaxQueryParams      int
+	MaxDeliver          int
 	// Kinds are the link kinds extracted (0: DefaultKinds).
 	Kinds Kind
 	// Text puts the page's visible text in the parsed document. Off by
@@ -69,14 +75,27 @@ type Stats struct {
 	Pages, Links, Queued, OutOfScope, TooDeep, Invalid atomic.Int64
 	// NoFollow counts links not followed for rel=nofollow or the page's
 	// robots directives; NotRelevant those the scoring strategy turned
-	// down; Filtered those refused by the allow/deny patterns or the length
-	// bound. Relevant counts pages above the topic threshold.
+	// down; Filtered those excluded by the length bound, the trap limits or
+	// the allow/deny patterns (the sum of Excluded). Relevant counts pages
+	// above the topic threshold.
 	NoFollow, NotRelevant, Filtered, Relevant atomic.Int64
+	// Excluded counts the links Filtered counts, by reason (traps.Reason).
+	Excluded [traps.NumReasons]atomic.Int64
+}
+
+// exclude counts n links excluded for reason r.
+func (st *Stats) exclude(r traps.Reason, n int64) {
+	if n == 0 {
+		return
+	}
+	st.Excluded[r].Add(n)
+	st.Filtered.Add(n)
 }
 
 // Service is one parser replica.
 type Service struct {
 	o       Options
+	limits  traps.Limits
 	dlq     bus.DeadLetters
 	scorer  *topic.Scorer
 	lineage *lineage             // SharkSearch only
@@ -94,6 +113,7 @@ func New(o Options) *Service {
 		o.Kinds = DefaultKinds
 	}
 	s := &Service{o: o, scorer: o.Scorer, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "parser", MaxDeliver: o.MaxDeliver}}
+	s.limits = traps.Limits{MaxURLLength: o.MaxURLLength, MaxPathDepth: o.MaxPathDepth, MaxRepeatedSegments: o.MaxRepeatedSegments, MaxQueryParams: o.MaxQueryParams}
 	if s.scorer == nil {
 		s.scorer, _ = topic.NewScorer(nil, topic.BreadthFirst, 0)
 	}
@@ -109,9 +129,17 @@ func New(o Options) *Service {
 			bus.Counter{Name: "links_too_deep_total", Help: "Links dropped beyond --max-depth or --max-redirects.", Value: &s.Stats.TooDeep},
 			bus.Counter{Name: "links_nofollow_total", Help: "Links not followed for rel=nofollow, meta robots or X-Robots-Tag.", Value: &s.Stats.NoFollow},
 			bus.Counter{Name: "links_not_relevant_total", Help: "Links the topical scoring strategy did not follow.", Value: &s.Stats.NotRelevant},
-			bus.Counter{Name: "links_filtered_total", Help: "Links refused by --allow/--deny patterns or --max-url-length.", Value: &s.Stats.Filtered},
+			bus.Counter{Name: "links_filtered_total", Help: "Links excluded by --max-url-length, the trap limits or --allow/--deny (the sum of links_excluded_total).", Value: &s.Stats.Filtered},
 			bus.Counter{Name: "pages_relevant_total", Help: "Pages above the topic's relevance threshold.", Value: &s.Stats.Relevant},
 		)
+		for _, r := range traps.Excluded() {
+			v := &s.Stats.Excluded[r]
+			o.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "trawler", Subsystem: "parser", Name: "links_excluded_total",
+				Help:        "Links not followed for a limit: url_length (--max-url-length), path_depth (--max-path-depth), repeated_segment (--max-repeated-segments), query_params (--max-query-params), pattern (--allow/--deny).",
+				ConstLabels: prometheus.Labels{"reason": r.String()},
+			}, func() float64 { return float64(v.Load()) }))
+		}
 		if o.Recent != nil {
 			bus.RegisterCounters(o.Registerer, "parser",
 				bus.Counter{Name: "splitter_sent_total", Help: "Links sent on to dedup.", Value: &o.Recent.Sent},
@@ -222,7 +250,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		// A redirect is not a link click: same depth, one more hop, and the
 		// target takes the place (and the score) of the URL that moved.
 		if target, err := urlx.Canonicalize(page.Location); err == nil && len(target) > s.o.MaxURLLength && s.o.MaxURLLength > 0 {
-			s.Stats.Filtered.Add(1) // not an outlink either (issue 19)
+			s.Stats.exclude(traps.URLLength, 1) // not an outlink either (issue 19)
 			doc.Error = joinError(doc.Error, fmt.Sprintf("redirect target of %d bytes over --max-url-length %d", len(target), s.o.MaxURLLength))
 		} else if err == nil {
 			links = s.applyRules([]Link{{URL: target}})
@@ -243,7 +271,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			doc.Text = ex.Text
 		}
 		s.Stats.Invalid.Add(int64(ex.Dropped))
-		s.Stats.Filtered.Add(int64(ex.TooLong))
+		s.Stats.exclude(traps.URLLength, int64(ex.TooLong))
 		doc.Truncated = ex.Truncated
 		links = s.applyRules(ex.Links)
 		var relevance float64
@@ -285,8 +313,12 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			s.Stats.NotRelevant.Add(1)
 			continue
 		}
-		if len(link.URL) > s.o.MaxURLLength || s.o.Filter.Check(link.URL) != scope.Allowed {
-			s.Stats.Filtered.Add(1)
+		if r := s.limits.Check(link.URL); r != traps.Allowed {
+			s.Stats.exclude(r, 1)
+			continue
+		}
+		if s.o.Filter.Check(link.URL) != scope.Allowed {
+			s.Stats.exclude(traps.Pattern, 1)
 			continue
 		}
 		host, err := urlx.Host(link.URL)
