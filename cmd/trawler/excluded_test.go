@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trawlerhq/trawler/internal/testsite"
+)
+
+// `trawler run` ends with a row of the links the limits excluded, by
+// reason, right after the parsed row (issue 18); reasons with none are left
+// out.
+func TestRunSummaryExcludedRow(t *testing.T) {
+	s := testsite.New()
+	a := s.AddHost(t, "a", "127.0.0.3")
+	a.Set("/", testsite.Page{Links: []string{
+		a.URL("/ok"),
+		a.URL("/" + strings.Repeat("long", 70)), // url length
+		a.URL("/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21"), // path depth
+		a.URL("/a/b/a/b/a/b"), // repeated segment
+		a.URL("/x/b/x/y/x/z"), // repeated segment
+	}})
+	a.Set("/ok", testsite.Page{})
+	dir := t.TempDir()
+	code, stdout, stderr := trawler(t, "run", "--seed", a.URL("/"), "--allow-private", "--ignore-robots", "--data-dir", dir+"/data",
+		"--politeness-delay", "1ms", "--partition-count", "2", "--progress=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "  excluded   4 links: 1 url length, 1 path depth, 2 repeated segment\n"
+	i, j := strings.Index(stdout, "  parsed "), strings.Index(stdout, want)
+	if i < 0 || j < 0 || strings.Count(stdout[i:j], "\n") != 1 {
+		t.Errorf("summary lacks %q right after the parsed row:\n%s", want, stdout)
+	}
+	if !strings.Contains(stdout, "  fetched    2 pages") {
+		t.Errorf("fetched other than / and /ok:\n%s", stdout)
+	}
+}
