@@ -7,6 +7,7 @@ require (
 	github.com/andybalholm/brotli v1.2.8
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/goccy/go-json v0.12.0
 	github.com/kljensen/snowball v0.10.0
 	github.com/miekg/dns v1.1.73
 	github.com/nats-io/jwt/v2 v2.8.2

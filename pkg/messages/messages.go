@@ -8,7 +8,6 @@
 package messages
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -214,23 +213,13 @@ const (
 // Schema returns the value of the Trawler-Schema header for a message kind.
 func Schema(kind string) string { return fmt.Sprintf("%s/v%d", kind, Version) }
 
-// Decode unmarshals a JSON message and checks its version.
-func Decode(data []byte, v interface{ version() int }) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode %T: %w", v, err)
-	}
-	if got := v.version(); got != Version {
-		return fmt.Errorf("decode %T: unsupported schema version %d (want %d)", v, got, Version)
-	}
-	return nil
-}
-
 func (m *Discovered) version() int { return m.V }
 func (m *NewURLs) version() int    { return m.V }
 func (m *FetchTask) version() int  { return m.V }
 func (m *FetchDone) version() int  { return m.V }
 func (m *Page) version() int       { return m.V }
 func (m *Parsed) version() int     { return m.V }
+func (m *DeadLetter) version() int { return m.V }
 
 // DecodePage reads the Trawler-Page header of a pages.fetched message.
 func DecodePage(header string) (Page, error) {

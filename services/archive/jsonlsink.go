@@ -49,14 +49,9 @@ func DecodeLine(data []byte) (Line, error) {
 	if err := messages.Decode(data, &p); err != nil {
 		return Line{}, err
 	}
-	// Fields newer parsers may add; absent ones stay empty.
-	var extra struct {
-		Text      string   `json:"text"`
-		Relevance *float64 `json:"relevance"`
-	}
-	_ = json.Unmarshal(data, &extra) // Decode succeeded, so this cannot fail on syntax
-	out := Line{URL: p.URL, Status: p.Status, Title: p.Title, Text: extra.Text, Outlinks: p.Outlinks,
-		Relevance: extra.Relevance, Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error}
+	// Text and Relevance stay empty when the parser did not publish them.
+	out := Line{URL: p.URL, Status: p.Status, Title: p.Title, Text: p.Text, Outlinks: p.Outlinks,
+		Relevance: p.Relevance, Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error}
 	if out.Outlinks == nil {
 		out.Outlinks = []string{}
 	}

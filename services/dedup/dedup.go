@@ -16,7 +16,6 @@ package dedup
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -387,7 +386,7 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 		if len(links) == 0 {
 			continue
 		}
-		data, _ := json.Marshal(messages.NewURLs{V: messages.Version, Partition: p, Links: links})
+		data, _ := messages.Encode(&messages.NewURLs{V: messages.Version, Partition: p, Links: links})
 		m := nats.NewMsg(s.o.Names.FrontierNew(p))
 		m.Data = data
 		m.Header.Set(messages.HeaderKind, "new")
