@@ -73,10 +73,13 @@ func (l Limits) Check(u string) Reason {
 		return Allowed
 	}
 	path, query := Split(u)
-	if l.MaxPathDepth > 0 && Depth(path) > l.MaxPathDepth {
+	depth := Depth(path)
+	if l.MaxPathDepth > 0 && depth > l.MaxPathDepth {
 		return PathDepth
 	}
-	if l.MaxRepeatedSegments > 0 && MostRepeated(path) > l.MaxRepeatedSegments {
+	// No segment can occur more often than there are segments (an inner
+	// empty one aside, which Depth counts too).
+	if l.MaxRepeatedSegments > 0 && depth > l.MaxRepeatedSegments && MostRepeated(path) > l.MaxRepeatedSegments {
 		return RepeatedSegment
 	}
 	if l.MaxQueryParams > 0 && CountParams(query) > l.MaxQueryParams {

@@ -65,6 +65,8 @@ func TestMostRepeated(t *testing.T) {
 		{"/a/b/c", 1},
 		{"/a/a", 2},
 		{"/a/a/", 2}, // the trailing slash's empty segment is none
+		{"//", 1},    // one empty segment, as Depth counts it
+		{"///", 2},
 		{"/a/a/a", 3},
 		{"/a/a/a/", 3},
 		{"/a/b/a/c/a", 3},               // anywhere, not only in a row (StormCrawler, Nutch)
@@ -144,6 +146,8 @@ func TestCheck(t *testing.T) {
 		{defaults, "http://a.test/" + strings.Repeat("a/b/", 10) + "x", PathDepth}, // both: depth first
 		{defaults, "http://a.test/cal/a/cal/b/cal/c", RepeatedSegment},
 		{defaults, "http://a.test/a/b/a/b/", Allowed},
+		{Limits{MaxRepeatedSegments: 1}, "http://a.test//", Allowed},
+		{Limits{MaxRepeatedSegments: 1}, "http://a.test///", RepeatedSegment},
 		{defaults, "http://a.test/a/b/a/b/a/", RepeatedSegment},
 		{defaults, "http://a.test/p?" + params(20), Allowed},
 		{defaults, "http://a.test/p?" + params(21), QueryParams},
