@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -294,18 +295,7 @@ func (b *Bolt) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, d
 
 // Pop issues the head URL of each requested host; see Frontier.Pop.
 func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error) {
-	if err := checkArgs(ctx, p); err != nil {
-		return nil, err
-	}
-	var out []InFlight
-	err := b.update(func(tx *bolt.Tx) (err error) {
-		out, err = b.popTx(tx, p, reqs)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return b.PopEarly(ctx, p, reqs, nil)
 }
 
 // applyTx is Apply within tx; see Frontier.Apply.
@@ -403,6 +393,9 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		var q Queued
 		if err := json.Unmarshal(val, &q); err != nil {
 			return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
+		}
+		if r.TaskID == "" {
+			r.TaskID = DerivedTaskID(p, key, q)
 		}
 		in := newInFlight(p, q, r)
 		data, err := json.Marshal(in)
@@ -815,6 +808,26 @@ func encodeQueued(enqueue []Queued) ([]encodedQueued, error) {
 		out[i] = encodedQueued{q.Host, rank(q.Link), data}
 	}
 	return out, nil
+}
+
+// DerivedTaskID is the task ID of queue entry q under key (the entry's
+// place: host, rank and order) in partition p, for an Issue without one: a
+// hash of the partition, the key, the URL and the attempt. The same entry
+// popped again gets the same ID; a different URL never does (but for a
+// 64-bit collision), so a message ID JetStream drops as a duplicate is
+// always a fetch of the same URL.
+func DerivedTaskID(p int, key []byte, q Queued) string {
+	d := xxhash.New()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(p))
+	_, _ = d.Write(b[:])
+	binary.BigEndian.PutUint64(b[:], uint64(len(key)))
+	_, _ = d.Write(b[:])
+	_, _ = d.Write(key)
+	_, _ = d.WriteString(q.Link.URL)
+	binary.BigEndian.PutUint64(b[:], uint64(q.Attempt))
+	_, _ = d.Write(b[:])
+	return fmt.Sprintf("p%d-%016x", p, d.Sum64())
 }
 
 // newInFlight builds the task issued for queued URL q.

@@ -39,6 +39,13 @@ import (
 // A function may run more than once (when another function of its group
 // fails, the group is rolled back and run again without it), so it must set
 // its results afresh, as with bbolt's Batch.
+//
+// An early write (updateEarly) is told when its group has run every
+// function and is about to commit: its results are then final unless the
+// commit itself fails. It is also urgent: it ends a pacing wait at once. A
+// frontier partition issues a host's next task on it, so the host's
+// turnaround holds neither a pacing interval nor an fsync; see
+// docs/frontier.md for why that is crash-safe.
 type groupCommit struct {
 	db       *bolt.DB
 	interval time.Duration // least time between commit starts while paced (<= 0: never paced)
@@ -50,6 +57,7 @@ type groupCommit struct {
 	closed  bool          // guarded by mu
 	idle    sync.Cond     // signalled when leading turns false; L is &mu
 	full    chan struct{} // a token when pending reaches maxGroup
+	urgent  chan struct{} // a token when an early write is pending
 	closing chan struct{} // closed by close
 
 	// The leader's: handed from one leader to the next under mu.
@@ -65,7 +73,7 @@ type groupCommit struct {
 
 func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCommit {
 	g := &groupCommit{db: db, interval: interval, paceFrom: max(paceFrom, 2), probeGap: probeEvery,
-		full: make(chan struct{}, 1), closing: make(chan struct{})}
+		full: make(chan struct{}, 1), urgent: make(chan struct{}, 1), closing: make(chan struct{})}
 	g.idle.L = &g.mu
 	return g
 }
@@ -73,6 +81,7 @@ func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCom
 type groupCall struct {
 	fn   func(*bolt.Tx) error
 	done chan error
+	ran  chan struct{} // early writes: closed when the group ran and is about to commit
 }
 
 // maxGroup bounds the functions of one transaction.
@@ -88,10 +97,40 @@ const (
 // update runs fn in a write transaction shared with whoever else is waiting.
 func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 	c := &groupCall{fn: fn, done: make(chan error, 1)}
+	if g.enqueue(c) {
+		g.lead()
+	}
+	return <-c.done
+}
+
+// updateEarly is update for a write whose caller acts on its results before
+// they are durable: once fn's group has run all its functions and is about
+// to commit, ran is called, on the caller's goroutine, while the commit goes
+// on; then updateEarly returns the commit's outcome as update does. fn's
+// results are final when ran is called unless the commit fails, and then
+// updateEarly returns the error. It does not wait for pacing.
+func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func()) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{})}
+	if g.enqueue(c) {
+		go g.lead() // this goroutine is to act on the results meanwhile
+	}
+	select {
+	case <-c.ran:
+		ran()
+	case err := <-c.done: // failed before the commit (or closed)
+		return err
+	}
+	return <-c.done
+}
+
+// enqueue adds c to the pending group and reports whether the caller is to
+// lead.
+func (g *groupCommit) enqueue(c *groupCall) bool {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.closed {
-		g.mu.Unlock()
-		return ErrClosed
+		c.done <- ErrClosed
+		return false
 	}
 	g.pending = append(g.pending, c)
 	if len(g.pending) == maxGroup {
@@ -100,13 +139,15 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 		default:
 		}
 	}
+	if c.ran != nil {
+		select {
+		case g.urgent <- struct{}{}:
+		default:
+		}
+	}
 	lead := !g.leading
 	g.leading = true
-	g.mu.Unlock()
-	if lead {
-		g.lead()
-	}
-	return <-c.done
+	return lead
 }
 
 // close refuses new writes, commits the waiting ones at once and returns
@@ -139,6 +180,7 @@ func (g *groupCommit) pace() bool {
 	select {
 	case <-t.C:
 	case <-g.full:
+	case <-g.urgent:
 	case <-g.closing:
 	}
 	return true
@@ -169,6 +211,12 @@ func (g *groupCommit) lead() {
 	n := min(len(g.pending), maxGroup)
 	group := append([]*groupCall(nil), g.pending[:n]...)
 	g.pending = append(g.pending[:0], g.pending[n:]...)
+	if !hasEarly(g.pending) {
+		select { // the early writes that set it are in this group
+		case <-g.urgent:
+		default:
+		}
+	}
 	g.mu.Unlock()
 
 	g.last = time.Now()
@@ -189,8 +237,18 @@ func (g *groupCommit) lead() {
 	}
 }
 
+func hasEarly(calls []*groupCall) bool {
+	for _, c := range calls {
+		if c.ran != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // run commits group in one transaction. A function that fails rolls the
-// transaction back: it gets its error alone and the others run again.
+// transaction back: it gets its error alone and the others run again. Once
+// every function ran, the early writes hear so before the commit.
 func (g *groupCommit) run(group []*groupCall) {
 	for len(group) > 0 {
 		failed := -1
@@ -199,6 +257,11 @@ func (g *groupCommit) run(group []*groupCall) {
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i
 					return err
+				}
+			}
+			for _, c := range group {
+				if c.ran != nil {
+					close(c.ran)
 				}
 			}
 			return nil

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
 func openGroupTest(t *testing.T, interval time.Duration) *Bolt {
@@ -254,4 +256,104 @@ func groupCommitChild(path string) {
 		})
 	}
 	wg.Wait()
+}
+
+// An early write hears its results before its commit, is not paced while
+// many writers are, and returns once its group is durable.
+func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	b := openGroupTest(t, interval)
+	g := b.writes
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 { // enough writers to keep the groups paced
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = b.Record(context.Background(), w+1, []uint64{uint64(i)})
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(3 * interval) // pacing engaged
+	for range 5 {
+		start := time.Now()
+		var ranAt time.Duration
+		commitsAtRan := int64(-1)
+		err := g.updateEarly(func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists([]byte("early"))
+			return err
+		}, func() {
+			ranAt = time.Since(start)
+			commitsAtRan = g.commits.Load()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ranAt <= 0 || ranAt > interval/2 {
+			t.Errorf("early write heard its results after %s (interval %s)", ranAt, interval)
+		}
+		if took := time.Since(start); took > interval/2 {
+			t.Errorf("early write took %s (interval %s)", took, interval)
+		}
+		if commitsAtRan < 0 || g.commits.Load() <= commitsAtRan {
+			t.Errorf("results before the commit: commits %d at ran, %d after", commitsAtRan, g.commits.Load())
+		}
+	}
+}
+
+// A failing early write is not told it ran, and gets its error.
+func TestGroupCommitEarlyWriteFails(t *testing.T) {
+	b := openGroupTest(t, -1)
+	boom := errors.New("boom")
+	ran := false
+	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }); !errors.Is(err, boom) || ran {
+		t.Fatalf("err %v, ran %v", err, ran)
+	}
+}
+
+// Pop derives a task ID from the queue entry when the Issue has none: the
+// same entry popped again (a write lost in a crash, replayed) gets the same
+// ID, another entry of the same URL another.
+func TestDerivedTaskIDs(t *testing.T) {
+	ctx := context.Background()
+	b := openGroupTest(t, -1)
+	q := Queued{Host: "a.test", Link: messages.Link{URL: "http://a.test/1"}, Attempt: 1}
+	if _, err := b.Apply(ctx, 0, 1, []Queued{q, q}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pop := func(b *Bolt) string {
+		t.Helper()
+		tasks, err := b.Pop(ctx, 0, []Issue{{Host: "a.test"}})
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("pop: %v %v", tasks, err)
+		}
+		return tasks[0].Task.ID
+	}
+	// A copy of the file is the state a crash would leave before the pop.
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if err := b.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(copyPath, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	first := pop(b)
+	c, err := OpenBoltWith(copyPath, BoltOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if again := pop(c); again != first || first == "" {
+		t.Errorf("replayed pop: ID %q, first %q", again, first)
+	}
+	if _, err := b.Apply(ctx, 0, 2, nil, []Done{{Host: "a.test", TaskID: first}}); err != nil {
+		t.Fatal(err)
+	}
+	if second := pop(b); second == first {
+		t.Errorf("the URL's second entry got the first one's ID %q", first)
+	}
 }

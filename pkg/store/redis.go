@@ -454,6 +454,10 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 		if err := json.Unmarshal([]byte(queuedOfMember(heads[i])), &q); err != nil {
 			return nil, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, req.Host), err)
 		}
+		if req.TaskID == "" {
+			// The member's rank and order are the entry's place.
+			req.TaskID = DerivedTaskID(p, []byte(req.Host+"\x00"+heads[i][:queueMemberPrefix]), q)
+		}
 		in := newInFlight(p, q, req)
 		data, err := json.Marshal(in)
 		if err != nil {

@@ -58,8 +58,53 @@ func Step(ctx context.Context, f Frontier, p int, r StepRequest) (StepResult, er
 	return StepResult{Applied: true, Tasks: tasks}, nil
 }
 
+// Early is a Frontier whose writes can hand their results over before
+// they are durable (bbolt's group commit): early is called with the
+// results once they are final unless the commit fails, while the commit goes
+// on; the method then returns as Step and Pop do, once the write is durable
+// or failed. A caller that publishes tasks from early must cope with the
+// commit failing after it (retrying with the same request gives the same
+// tasks) and with a crash before the commit (docs/frontier.md).
+type Early interface {
+	StepEarly(ctx context.Context, p int, r StepRequest, early func(StepResult)) (StepResult, error)
+	PopEarly(ctx context.Context, p int, reqs []Issue, early func([]InFlight)) ([]InFlight, error)
+}
+
+// StepEarly is Step that calls early with the result before the write is
+// durable when f is Early, and after the write otherwise.
+func StepEarly(ctx context.Context, f Frontier, p int, r StepRequest, early func(StepResult)) (StepResult, error) {
+	if e, ok := f.(Early); ok {
+		return e.StepEarly(ctx, p, r, early)
+	}
+	res, err := Step(ctx, f, p, r)
+	if err == nil {
+		early(res)
+	}
+	return res, err
+}
+
+// PopEarly is Frontier.Pop that calls early with the tasks before the
+// write is durable when f is Early, and after the write otherwise.
+func PopEarly(ctx context.Context, f Frontier, p int, reqs []Issue, early func([]InFlight)) ([]InFlight, error) {
+	if e, ok := f.(Early); ok {
+		return e.PopEarly(ctx, p, reqs, early)
+	}
+	tasks, err := f.Pop(ctx, p, reqs)
+	if err == nil {
+		early(tasks)
+	}
+	return tasks, err
+}
+
 // Step applies, marks and pops in one transaction; see Stepper.
 func (b *Bolt) Step(ctx context.Context, p int, r StepRequest) (StepResult, error) {
+	return b.StepEarly(ctx, p, r, nil)
+}
+
+// StepEarly is Step, calling early (unless nil) with the result before the
+// commit is durable; see Early. Only a step that issues is early (and so
+// urgent for the group commit): one without tasks has nothing to hurry.
+func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(StepResult)) (StepResult, error) {
 	if err := checkArgs(ctx, p); err != nil {
 		return StepResult{}, err
 	}
@@ -68,7 +113,7 @@ func (b *Bolt) Step(ctx context.Context, p int, r StepRequest) (StepResult, erro
 		return StepResult{}, err
 	}
 	var res StepResult
-	err = b.update(func(tx *bolt.Tx) (err error) {
+	fn := func(tx *bolt.Tx) (err error) {
 		res = StepResult{}
 		if res.Applied, err = b.applyTx(tx, p, r.Seq, items, r.Done); err != nil || !res.Applied {
 			return err
@@ -80,9 +125,40 @@ func (b *Bolt) Step(ctx context.Context, p int, r StepRequest) (StepResult, erro
 			res.Tasks, err = b.popTx(tx, p, r.Issue)
 		}
 		return err
-	})
+	}
+	if early != nil && len(r.Issue) > 0 {
+		err = boltErr(b.writes.updateEarly(fn, func() { early(res) }))
+	} else {
+		err = b.update(fn)
+		if err == nil && early != nil {
+			early(res)
+		}
+	}
 	if err != nil {
 		return StepResult{}, err // rolled back
 	}
 	return res, nil
+}
+
+// PopEarly is Pop, calling early (unless nil) with the tasks before the
+// commit is durable; see Early.
+func (b *Bolt) PopEarly(ctx context.Context, p int, reqs []Issue, early func([]InFlight)) ([]InFlight, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return nil, err
+	}
+	var out []InFlight
+	fn := func(tx *bolt.Tx) (err error) {
+		out, err = b.popTx(tx, p, reqs)
+		return err
+	}
+	var err error
+	if early != nil {
+		err = boltErr(b.writes.updateEarly(fn, func() { early(out) }))
+	} else {
+		err = b.update(fn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

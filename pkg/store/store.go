@@ -72,7 +72,10 @@ type Done struct {
 // Issue asks to pop the head URL of Host and record it in flight as task
 // TaskID. The store fills in the task's URL, depth, hops and attempt.
 type Issue struct {
-	Host       string
+	Host string
+	// TaskID names the task; empty, the store derives it from the queue
+	// entry popped (DerivedTaskID), so that popping the same entry again
+	// — the replay of a write lost in a crash — gives the same ID.
 	TaskID     string
 	IssuedAt   time.Time
 	Deadline   time.Time

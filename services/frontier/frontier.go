@@ -130,6 +130,11 @@ type Service struct {
 	gapHist prometheus.Histogram // nil without a registerer
 	Stats   Stats
 	Gauges  Gauges
+
+	// early: the store hands a write's tasks over before it is durable
+	// (store.Early) and derives task IDs from queue entries; see
+	// docs/frontier.md, "Issuing before the commit".
+	early bool
 }
 
 // New wires a frontier replica; Run starts it.
@@ -148,6 +153,7 @@ func New(o Options) *Service {
 	if o.Store != nil {
 		o.Store.SetLimits(o.Limits)
 	}
+	_, s.early = o.Store.(store.Early)
 	if o.Registerer != nil {
 		s.gapHist = prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "trawler", Subsystem: "frontier", Name: "host_gap_seconds",
@@ -227,6 +233,10 @@ type partition struct {
 	ready     timeHeap // hosts waiting for their politeness gap
 	leases    timeHeap // tasks in flight, by lease end
 	budgetOut bool
+	// published are the task IDs found in the fetch stream or in done
+	// reports when the partition loaded (early stores only): a replayed
+	// step that pops one of them again is not published again.
+	published map[string]bool
 
 	gaugedAt time.Time
 	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
@@ -300,7 +310,7 @@ func (pt *partition) load(ctx context.Context) error {
 		}
 		pt.schedule(h, now)
 	}
-	if len(inFlight) == 0 {
+	if len(inFlight) == 0 && !pt.s.early {
 		return nil
 	}
 	var lost []store.InFlight
@@ -362,6 +372,9 @@ func (pt *partition) unpublished(ctx context.Context, tasks []store.InFlight) ([
 		if !seen[t.Task.ID] {
 			lost = append(lost, t)
 		}
+	}
+	if pt.s.early {
+		pt.published = seen
 	}
 	return lost, nil
 }
@@ -470,8 +483,9 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		}
 		req := store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: pt.issues(due, now)}
 		var res store.StepResult
+		var sent bool // the tasks went out before the step was durable
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
-			res, err = store.Step(ctx, pt.s.o.Store, pt.p, req)
+			res, err = store.StepEarly(ctx, pt.s.o.Store, pt.p, req, func(r store.StepResult) { sent = pt.publishEarly(ctx, r.Tasks) })
 			return err
 		}); err != nil {
 			return err
@@ -486,7 +500,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			return pt.load(ctx)
 		}
 		pt.applied++
-		if err := pt.issued(ctx, due, res.Tasks, now); err != nil {
+		if err := pt.issued(ctx, due, res.Tasks, now, sent); err != nil {
 			return err
 		}
 		for _, fd := range again {
@@ -749,13 +763,15 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 		return err
 	}
 	var tasks []store.InFlight
+	var sent bool
+	reqs := pt.issues(due, now) // the same task IDs on a retry
 	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
-		tasks, err = pt.s.o.Store.Pop(ctx, pt.p, pt.issues(due, now))
+		tasks, err = store.PopEarly(ctx, pt.s.o.Store, pt.p, reqs, func(t []store.InFlight) { sent = pt.publishEarly(ctx, t) })
 		return err
 	}); err != nil {
 		return err
 	}
-	return pt.issued(ctx, due, tasks, now)
+	return pt.issued(ctx, due, tasks, now, sent)
 }
 
 // due takes the hosts whose politeness gap has passed (or ends within
@@ -808,7 +824,11 @@ func (pt *partition) issues(due []string, now time.Time) []store.Issue {
 	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
 	reqs := make([]store.Issue, len(due))
 	for i, name := range due {
-		reqs[i] = store.Issue{Host: name, TaskID: nuid.Next(), IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
+		id := nuid.Next()
+		if pt.s.early {
+			id = "" // derived by the store from the queue entry
+		}
+		reqs[i] = store.Issue{Host: name, TaskID: id, IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
 		if h := pt.hosts[name]; h.nextAt.After(now) {
 			reqs[i].NotBefore = h.nextAt
 			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
@@ -819,7 +839,7 @@ func (pt *partition) issues(due []string, now time.Time) []store.Issue {
 
 // issued records the tasks popped for the due hosts in memory and publishes
 // them.
-func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InFlight, now time.Time) error {
+func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InFlight, now time.Time, sent bool) error {
 	if len(due) == 0 {
 		return nil
 	}
@@ -840,11 +860,53 @@ func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InF
 		}
 	}
 	pt.s.Stats.Issued.Add(int64(len(tasks)))
-	return pt.publish(ctx, tasks)
+	fresh := pt.unseen(tasks)
+	for _, t := range tasks {
+		delete(pt.published, t.Task.ID)
+	}
+	if sent || len(fresh) == 0 {
+		return nil
+	}
+	return pt.publish(ctx, fresh)
+}
+
+// unseen are tasks less those already published before the partition
+// loaded: the replay of a step whose commit a crash lost pops the same
+// queue entries again, under the same derived IDs.
+func (pt *partition) unseen(tasks []store.InFlight) []store.InFlight {
+	if len(pt.published) == 0 {
+		return tasks
+	}
+	var out []store.InFlight
+	for _, t := range tasks {
+		if !pt.published[t.Task.ID] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// publishEarly publishes tasks the store popped in a write not yet durable
+// (store.Early), once, so that a host's next task leaves while the commit
+// runs, and reports whether they all went out; if not, issued publishes them
+// after the write, retrying, under the same message IDs. Crash safety:
+// docs/frontier.md ("Issuing before the commit").
+func (pt *partition) publishEarly(ctx context.Context, tasks []store.InFlight) bool {
+	if tasks = pt.unseen(tasks); len(tasks) == 0 {
+		return true
+	}
+	msgs, ids := pt.taskMsgs(tasks)
+	return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) == nil
 }
 
 // publish sends tasks to the fetchers; the task ID is the message ID.
 func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error {
+	msgs, ids := pt.taskMsgs(tasks)
+	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+}
+
+// taskMsgs are the fetch task messages of tasks and their message IDs.
+func (pt *partition) taskMsgs(tasks []store.InFlight) ([]*nats.Msg, []string) {
 	msgs := make([]*nats.Msg, len(tasks))
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
@@ -856,7 +918,7 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 		}
 		ids[i] = "task:" + t.Task.ID
 	}
-	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+	return msgs, ids
 }
 
 // forget takes a stopped partition's figures out of the replica's gauges.
