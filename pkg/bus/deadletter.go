@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,7 +41,7 @@ func (d DeadLetters) Park(ctx context.Context, msg jetstream.Msg, reason string)
 	if md, err := msg.Metadata(); err == nil {
 		dl.Stream, dl.Sequence, dl.Deliveries = md.Stream, md.Sequence.Stream, md.NumDelivered
 	}
-	data, err := json.Marshal(dl)
+	data, err := messages.Encode(&dl)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,7 @@
 package fetcher
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -220,7 +218,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		}
 	}
 	done.FinishedAt = time.Now().UTC()
-	data, _ := json.Marshal(done)
+	data, _ := messages.Encode(&done)
 	dm := nats.NewMsg(s.o.Names.FrontierDone(task.Partition))
 	dm.Data = data
 	dm.Header.Set(messages.HeaderKind, "done")
@@ -248,7 +246,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		// the frontier still hears the task is done, with the reason.
 		s.o.Log.Error("page record over the NATS limits; only the done report is published", "url", task.URL, "err", err)
 		done.Error = errorText(fmt.Sprintf("page record over the NATS limits: %v", err))
-		data, _ := json.Marshal(done)
+		data, _ := messages.Encode(&done)
 		out[len(out)-1].Data = data
 		err = bus.PublishAll(ctx, s.o.JS, out[len(out)-1:], ids[len(ids)-1:])
 	}
@@ -480,11 +478,8 @@ func pageMsg(names subjects.Names, p messages.Page, body []byte) *nats.Msg {
 // escaping (the same JSON to a reader), so that a URL's "&" takes one byte
 // of the header, not six.
 func pageMeta(p messages.Page) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(p)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	data, _ := messages.EncodePage(&p)
+	return data
 }
 
 // bareRecord is p without what a response may make large (its headers,

@@ -18,7 +18,6 @@ package frontier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -353,12 +352,12 @@ func (pt *partition) unpublished(ctx context.Context, tasks []store.InFlight) ([
 	}
 	taskID := func(data []byte) string {
 		var t messages.FetchTask
-		_ = json.Unmarshal(data, &t)
+		_ = messages.Decode(data, &t)
 		return t.ID
 	}
 	doneID := func(data []byte) string {
 		var d messages.FetchDone
-		_ = json.Unmarshal(data, &d)
+		_ = messages.Decode(data, &d)
 		return d.TaskID
 	}
 	if err := scan(pt.s.o.Names.StreamFetch(), pt.s.o.Names.Fetch(pt.p), taskID); err != nil {
@@ -724,7 +723,7 @@ func (pt *partition) endRecord(ctx context.Context, in store.InFlight, reason, k
 	t := in.Task
 	p := messages.Page{V: messages.Version, TaskID: t.ID, URL: t.URL, Host: t.Host, Partition: t.Partition,
 		Depth: t.Depth, Hops: t.Hops, Error: reason, ErrorKind: kind, FetchedAt: time.Now().UTC()}
-	meta, err := json.Marshal(p)
+	meta, err := messages.EncodePage(&p)
 	if err != nil {
 		return err
 	}
@@ -910,7 +909,7 @@ func (pt *partition) taskMsgs(tasks []store.InFlight) ([]*nats.Msg, []string) {
 	msgs := make([]*nats.Msg, len(tasks))
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
-		data, _ := json.Marshal(t.Task)
+		data, _ := messages.Encode(&t.Task)
 		msgs[i] = nats.NewMsg(pt.s.o.Names.Fetch(pt.p))
 		msgs[i].Data = data
 		if !t.Task.NotBefore.IsZero() {
