@@ -217,7 +217,8 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		// Permanent for this page (a stream's max message size, say):
 		// publish its record without what may be large, and say why.
 		s.o.Log.Warn("parsed document refused for its size; recorded without text and outlinks", "url", page.URL, "bytes", len(data), "err", err)
-		pm.Data, _ = json.Marshal(bareDocument(doc, fmt.Sprintf("parsed document of %d bytes refused for its size (%v): text and outlinks left out", len(data), err)))
+		bare := bareDocument(doc, fmt.Sprintf("parsed document of %d bytes refused for its size (%v): text and outlinks left out", len(data), err))
+		pm.Data, _ = messages.Encode(&bare)
 		err = bus.PublishAll(ctx, s.o.JS, []*nats.Msg{pm}, []string{"parsed:" + page.TaskID})
 	}
 	if bus.TooLarge(err) {
@@ -404,7 +405,7 @@ func fits(msgs []*nats.Msg, limit int) bool {
 // then its last outlinks, and at last as a bare record; it is marked
 // truncated and its Error says what was left out.
 func fitDocument(doc *messages.Parsed, limit int) []byte {
-	data, _ := json.Marshal(doc)
+	data, _ := messages.Encode(doc)
 	if limit <= 0 || len(data) <= limit {
 		return data
 	}
@@ -413,12 +414,12 @@ func fitDocument(doc *messages.Parsed, limit int) []byte {
 	if doc.Text != "" {
 		doc.Text = ""
 		left = append(left, "text")
-		data, _ = json.Marshal(doc)
+		data, _ = messages.Encode(doc)
 	}
 	if len(data) > limit && len(doc.Headings) > 0 {
 		doc.Headings = nil
 		left = append(left, "headings")
-		data, _ = json.Marshal(doc)
+		data, _ = messages.Encode(doc)
 	}
 	if over := len(data) - limit + 512; over > 512 && len(doc.Outlinks) > 0 { // 512: room for the error
 		n := len(doc.Outlinks)
@@ -432,9 +433,9 @@ func fitDocument(doc *messages.Parsed, limit int) []byte {
 	}
 	doc.Truncated = true
 	doc.Error = joinError(doc.Error, fmt.Sprintf("parsed document of %d bytes over the NATS payload limit (%d): %s left out", size, limit, strings.Join(left, ", ")))
-	if data, _ = json.Marshal(doc); len(data) > limit {
+	if data, _ = messages.Encode(doc); len(data) > limit {
 		*doc = bareDocument(*doc, "")
-		data, _ = json.Marshal(doc)
+		data, _ = messages.Encode(doc)
 	}
 	return data
 }
