@@ -1,14 +1,12 @@
 package testbus
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -28,20 +26,5 @@ func StartMaxPayload(t testing.TB, partitions int, maxPayload int32) (jetstream.
 	if !ns.ReadyForConnections(30 * time.Second) {
 		t.Fatal("NATS server not ready")
 	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := bus.ConnectEmbedded(ns, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, _ := subjects.New("test")
-	topo := bus.Topology{Names: names, Partitions: partitions, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
-	if err := topo.Ensure(context.Background(), js); err != nil {
-		t.Fatal(err)
-	}
-	return js, names
+	return connect(t, ns, partitions)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -22,6 +23,13 @@ func Start(t testing.TB, partitions int) (jetstream.JetStream, subjects.Names) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return connect(t, ns, partitions)
+}
+
+// connect connects to ns, ensures the topology for partitions partitions
+// and shuts the connection and then ns down with t.
+func connect(t testing.TB, ns *server.Server, partitions int) (jetstream.JetStream, subjects.Names) {
+	t.Helper()
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	nc, err := bus.ConnectEmbedded(ns, t.Name())
 	if err != nil {
