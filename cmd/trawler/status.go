@@ -154,11 +154,14 @@ type statusReport struct {
 	Unreachable []unreachableHost  `json:"robots_unreachable"`
 	Statuses    map[string]float64 `json:"statuses"` // responses by class (2xx, 3xx, ...), live replicas' lifetimes
 	Failures    map[string]float64 `json:"failures"` // fetches without a response, by kind
-	Dedup       dedupReport        `json:"dedup"`
-	Replicas    map[string]int     `json:"replicas"` // live processes running each service
-	Beats       []beatReport       `json:"processes"`
-	Streams     []streamReport     `json:"streams"`
-	Cons        []consumerReport   `json:"consumers"`
+	// Excluded are the links the parsers did not follow for a limit, by
+	// reason (trawler_parser_links_excluded_total{reason}).
+	Excluded map[string]float64 `json:"excluded"`
+	Dedup    dedupReport        `json:"dedup"`
+	Replicas map[string]int     `json:"replicas"` // live processes running each service
+	Beats    []beatReport       `json:"processes"`
+	Streams  []streamReport     `json:"streams"`
+	Cons     []consumerReport   `json:"consumers"`
 }
 
 // unreachableHost is an origin of the robots bucket's "u." records.
@@ -369,7 +372,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 
 // addBeats sums the counters of live processes into the report.
 func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
-	rep.Replicas, rep.Statuses, rep.Failures = map[string]int{}, map[string]float64{}, map[string]float64{}
+	rep.Replicas, rep.Statuses, rep.Failures, rep.Excluded = map[string]int{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	sum := map[string]float64{}
 	rate := map[string]float64{}
 	for _, b := range beats {
@@ -401,6 +404,9 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 		if l, ok := label(k, "trawler_fetcher_failures_total", "kind"); ok {
 			rep.Failures[l] += v
 		}
+		if l, ok := label(k, "trawler_parser_links_excluded_total", "reason"); ok && v > 0 {
+			rep.Excluded[l] += v
+		}
 	}
 	d := &rep.Dedup
 	d.In, d.New = sum["trawler_dedup_urls_in_total"], sum["trawler_dedup_urls_new_total"]
@@ -409,6 +415,17 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 	d.CacheHitRate = ratio(hits, d.In-sum["trawler_dedup_urls_invalid_total"])
 	d.BloomNewRate = ratio(absent, d.In-sum["trawler_dedup_urls_invalid_total"]-hits)
 	d.SeenHitRate = ratio(sum["trawler_dedup_seen_hits_total"], d.SeenLookups)
+}
+
+// excludedLine is the screen's line of the links excluded by reason, in
+// the words of the run summary ("160 links: 120 url length, 40 path
+// depth"); "" when none.
+func excludedLine(ex map[string]float64) string {
+	c := make(map[string]float64, len(ex))
+	for reason, n := range ex {
+		c[`trawler_parser_links_excluded_total{reason="`+reason+`"}`] = n
+	}
+	return app.ExcludedLinks(c)
 }
 
 // label returns the value of one label of a flattened series of metric.
@@ -531,6 +548,9 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 		fmt.Fprintf(&b, "robots    %s\n", unreachableLine(rep.Unreachable))
 	}
 	fmt.Fprintf(&b, "responses %s; failures %s; dead letters %d\n", mix(rep.Statuses), mix(rep.Failures), rep.DeadLetters)
+	if ex := excludedLine(rep.Excluded); ex != "" {
+		fmt.Fprintf(&b, "excluded  %s\n", ex)
+	}
 	d := rep.Dedup
 	fmt.Fprintf(&b, "dedup     %.0f URLs in, %.0f new; cache hits %.1f%%, Bloom proved new %.1f%% of misses, seen set hits %.1f%% of %.0f lookups\n",
 		d.In, d.New, 100*d.CacheHitRate, 100*d.BloomNewRate, 100*d.SeenHitRate, d.SeenLookups)
