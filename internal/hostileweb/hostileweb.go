@@ -42,6 +42,9 @@ type Options struct {
 	// MaxLinks is the most links the crawler keeps of one page (the
 	// parser's 10,000 by default).
 	MaxLinks int
+	// The crawler's trap limits: --max-path-depth (default 20),
+	// --max-repeated-segments (2) and --max-query-params (20).
+	MaxPathDepth, MaxRepeatedSegments, MaxQueryParams int
 }
 
 func (o *Options) defaults() {
@@ -60,12 +63,22 @@ func (o *Options) defaults() {
 	if o.MaxLinks <= 0 {
 		o.MaxLinks = 10000
 	}
+	if o.MaxPathDepth <= 0 {
+		o.MaxPathDepth = 20
+	}
+	if o.MaxRepeatedSegments <= 0 {
+		o.MaxRepeatedSegments = 2
+	}
+	if o.MaxQueryParams <= 0 {
+		o.MaxQueryParams = 20
+	}
 }
 
 // Error kinds a fetch may end with (the fetcher's KindTimeout etc., as the
 // page record's error_kind carries them).
 const (
 	KindTimeout  = "timeout"
+	KindSlow     = "slow" // under --min-transfer-rate
 	KindReset    = "reset"
 	KindProtocol = "protocol"
 	KindRobots   = "robots"
@@ -100,12 +113,15 @@ type Case struct {
 	Want  Want
 }
 
-// Trap is a host serving endless dynamic URLs. A crawl must leave it after
-// its budget: every URL of the host (Base) counts.
+// Trap is a host serving endless dynamic URLs: every URL of the host
+// (Base) belongs to it. A crawl must leave it: after exactly Fetches URLs
+// when a trap limit (path depth, repeated segments, query parameters) ends
+// it, or within a per-host budget when Fetches is 0.
 type Trap struct {
 	Class    string
 	Entrance string // the URL ordinary pages link to
 	Base     string // scheme://host:port of the trap's host
+	Fetches  int    // URLs a crawler with the Options' limits fetches; 0: unbounded but for a budget
 }
 
 // Web is a running hostile web.
@@ -311,11 +327,12 @@ func (w *Web) sleep(d time.Duration) bool {
 	}
 }
 
-// trickle writes s one byte every interval until a write fails or the web
-// closes.
-func (w *Web) trickle(conn net.Conn, s string, interval time.Duration) {
-	for i := 0; ; i = (i + 1) % len(s) {
-		if _, err := conn.Write([]byte{s[i]}); err != nil || !w.sleep(interval) {
+// trickle writes s n bytes every interval, round and round, until a write
+// fails or the web closes.
+func (w *Web) trickle(conn net.Conn, s string, n int, interval time.Duration) {
+	s = strings.Repeat(s, n)
+	for i := 0; ; i = (i + n) % len(s) {
+		if _, err := io.WriteString(conn, s[i:i+n]); err != nil || !w.sleep(interval) {
 			return
 		}
 	}

@@ -116,13 +116,19 @@ func (w *Web) rawCases(link func(string, string, Want), okPage func(string) stri
 			Want{Status: 0, ErrKinds: []string{KindTimeout}},
 			func(conn net.Conn, _ *http.Request) {
 				io.WriteString(conn, page)
-				w.trickle(conn, "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 10*time.Millisecond)
+				w.trickle(conn, "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 1, 10*time.Millisecond)
 			}},
-		{"slow-body", "slow body (a byte every 10 ms of 100,000 announced)", "/slow-body",
-			Want{Status: 200, ErrKinds: []string{KindTimeout}},
+		{"slow-body", "slow body (100 B/s of 100,000 B announced)", "/slow-body",
+			Want{Status: 200, ErrKinds: []string{KindSlow, KindTimeout}},
 			func(conn net.Conn, _ *http.Request) {
 				io.WriteString(conn, page+"Content-Length: 100000\r\n\r\n")
-				w.trickle(conn, "<p>slow</p>", 10*time.Millisecond)
+				w.trickle(conn, "<p>slow</p>", 1, 10*time.Millisecond)
+			}},
+		{"steady-body", "steady slow body (about 8 KiB/s of 10 MB announced)", "/steady-body",
+			Want{Status: 200, ErrKinds: []string{KindTimeout, KindSlow}},
+			func(conn net.Conn, _ *http.Request) {
+				io.WriteString(conn, page+"Content-Length: 10000000\r\n\r\n")
+				w.trickle(conn, "<p>slow</p>", 80, 10*time.Millisecond)
 			}},
 		{"short-body", "Content-Length longer than the body (1000 announced, 100 sent, then closed)", "/short-body",
 			Want{Status: 200, ErrKinds: []string{KindReset}},
@@ -344,6 +350,26 @@ func (w *Web) miscHost(link, add func(string, string, Want), okPage func(string)
 	return nil
 }
 
+// repeatingPaths counts the sequences of at most depth segments of {a, b}
+// (the empty one included) in which neither occurs more than max times.
+func repeatingPaths(max, depth int) int {
+	n := 0
+	for a := 0; a <= max; a++ {
+		for b := 0; b <= max && a+b <= depth; b++ {
+			n += binomial(a+b, a)
+		}
+	}
+	return n
+}
+
+func binomial(n, k int) int {
+	r := 1
+	for i := 1; i <= k; i++ {
+		r = r * (n - k + i) / i
+	}
+	return r
+}
+
 // utf16le encodes s as UTF-16LE with a byte order mark.
 func utf16le(s string) string {
 	b := []byte{0xff, 0xfe}
@@ -421,18 +447,46 @@ func (w *Web) trapHosts(link func(string, string, Want), trap func(Trap)) error 
 	}
 	trap(Trap{Class: "endless calendar", Entrance: cal + "/cal/2026/01/15", Base: cal})
 
-	// Ever-deeper paths with repeating segments: relative links that
-	// resolve one level deeper, forever.
-	paths, err := serve("paths", func(r *http.Request) ([]string, bool) {
-		if !strings.HasPrefix(r.URL.Path, "/docs/") {
+	// Ever-deeper paths: each level links one new segment deeper, until
+	// --max-path-depth drops the link (the entrance has one segment).
+	deep, err := serve("deep-paths", func(r *http.Request) ([]string, bool) {
+		if !strings.HasPrefix(r.URL.Path, "/deep/") {
 			return nil, false
 		}
-		return []string{"a/", "b/", "docs/", "../docs/a/"}, true
+		return []string{strconv.Itoa(strings.Count(r.URL.Path, "/")) + "/"}, true
 	})
 	if err != nil {
 		return err
 	}
-	trap(Trap{Class: "ever-deeper paths with repeating segments", Entrance: paths + "/docs/", Base: paths})
+	trap(Trap{Class: "ever-deeper paths", Entrance: deep + "/deep/", Base: deep, Fetches: w.o.MaxPathDepth})
+
+	// Repeating segments: relative links a/ and b/ on every page, as a
+	// page served for any path makes them: /docs/a/b/a/b/... Only paths in
+	// which neither repeats more than --max-repeated-segments are taken.
+	paths, err := serve("repeating-paths", func(r *http.Request) ([]string, bool) {
+		if !strings.HasPrefix(r.URL.Path, "/docs/") {
+			return nil, false
+		}
+		return []string{"a/", "b/"}, true
+	})
+	if err != nil {
+		return err
+	}
+	trap(Trap{Class: "paths of repeating segments", Entrance: paths + "/docs/", Base: paths,
+		Fetches: repeatingPaths(w.o.MaxRepeatedSegments, w.o.MaxPathDepth-1)})
+
+	// Query parameters piling up: each page links to itself with one more.
+	params, err := serve("query-params", func(r *http.Request) ([]string, bool) {
+		if r.URL.Path != "/filter" {
+			return nil, false
+		}
+		n := len(r.URL.Query())
+		return []string{"/filter?" + r.URL.RawQuery + "&f" + strconv.Itoa(n+1) + "=" + strconv.Itoa(n+1)}, true
+	})
+	if err != nil {
+		return err
+	}
+	trap(Trap{Class: "query parameters piling up", Entrance: params + "/filter?f1=1", Base: params, Fetches: w.o.MaxQueryParams})
 
 	// Session IDs: every response hands out new ones in its links.
 	var sessions atomic.Uint64
