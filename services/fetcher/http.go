@@ -252,11 +252,16 @@ const (
 	// back unfetched (robots.txt unreachable, its server's per-IP slot
 	// busy) more often than --max-deferrals and was given up.
 	KindDeferred = "deferred"
+	// KindLost: not a Response's kind but a page's, written by the
+	// frontier: the URL's fetch result never came back --max-attempts times
+	// (a fetcher crashed or stalled past the task's lease) and it was given
+	// up.
+	KindLost = "lost"
 )
 
 // ErrKinds lists every non-empty ErrKind of a page, e.g. to initialise
 // metric labels.
-var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther, KindRobots, KindSlow, KindDeferred}
+var ErrKinds = []string{KindTimeout, KindDNS, KindRefused, KindReset, KindTLS, KindBlocked, KindProtocol, KindCanceled, KindOther, KindRobots, KindSlow, KindDeferred, KindLost}
 
 // ErrTooSlow is matched (errors.Is) by the Err of a fetch whose body came
 // slower than HTTPOptions.MinTransferRate (see SlowError).

@@ -174,7 +174,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
-			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks.", Value: &s.Stats.Dropped},
+			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks, ended with a page record of kind lost.", Value: &s.Stats.Dropped},
 			bus.Counter{Name: "tasks_deferred_total", Help: "Tasks handed back unfetched (robots.txt unreachable, per-IP slot busy, expired before a fetcher got them).", Value: &s.Stats.Deferred},
 			bus.Counter{Name: "urls_deferred_out_total", Help: "URLs handed back unfetched more than --max-deferrals times, ended as failed (kind deferred).", Value: &s.Stats.DeferredOut},
 			bus.Counter{Name: "crawl_delay_capped_total", Help: "Fetches whose host's robots.txt Crawl-delay was above --max-crawl-delay or --politeness-max-gap (the cap applied).", Value: &s.Stats.CrawlDelayCapped},
@@ -665,6 +665,18 @@ func (pt *partition) expireLeases(ctx context.Context, now time.Time) error {
 			continue
 		}
 		pt.s.Stats.Expired.Add(1)
+		if in := *pt.hosts[e.host].inFlight; in.Task.Attempt >= pt.s.o.MaxAttempts {
+			// Its last attempt: the store will drop the URL (Expire). Its
+			// record goes out first, so a crash between the two loses
+			// nothing: the task is still in flight on restart, its lease
+			// expires again and the same message (the same ID) is published
+			// again, which JetStream drops as a duplicate.
+			reason := fmt.Sprintf("its fetch result never came back (%d tasks issued, each lease of %s ran out: a fetcher crashed or stalled); given up (--max-attempts %d)",
+				in.Task.Attempt, in.LeaseUntil.Sub(in.Task.IssuedAt).Round(time.Second), pt.s.o.MaxAttempts)
+			if err := pt.endRecord(ctx, in, reason, kindLost); err != nil {
+				return err
+			}
+		}
 		ended, err := pt.expire(ctx, e.host, e.task, pt.s.o.MaxAttempts)
 		if err != nil {
 			return err
@@ -694,31 +706,46 @@ func (pt *partition) deferred(ctx context.Context, fd messages.FetchDone) error 
 	if fd.Expired {
 		pt.s.Stats.Expired.Add(1)
 	}
-	ended, err := pt.expire(ctx, fd.Host, fd.TaskID, pt.s.o.MaxAttempts+pt.s.o.MaxDeferrals)
+	maxAttempts := pt.s.o.MaxAttempts + pt.s.o.MaxDeferrals
+	if in := *h.inFlight; in.Task.Attempt >= maxAttempts {
+		// The store will drop the URL: its record goes out first (see
+		// expireLeases).
+		why := fd.Error
+		switch {
+		case fd.Expired:
+			why = "the task expired before a fetcher got to it"
+		case why == "":
+			why = "not fetched"
+		}
+		reason := fmt.Sprintf("handed back unfetched %d times, the last: %s; given up (--max-deferrals %d)",
+			in.Task.Attempt, why, pt.s.o.MaxDeferrals)
+		pt.log.Warn("giving up on URL: handed back unfetched too often", "url", in.Task.URL, "attempts", in.Task.Attempt, "last", why)
+		if err := pt.endRecord(ctx, in, reason, kindDeferred); err != nil {
+			return err
+		}
+	}
+	ended, err := pt.expire(ctx, fd.Host, fd.TaskID, maxAttempts)
 	if err != nil || ended == nil {
 		return err
 	}
 	pt.s.Stats.DeferredOut.Add(1)
-	why := fd.Error
-	switch {
-	case fd.Expired:
-		why = "the task expired before a fetcher got to it"
-	case why == "":
-		why = "not fetched"
-	}
-	reason := fmt.Sprintf("handed back unfetched %d times, the last: %s; given up (--max-deferrals %d)",
-		ended.Task.Attempt, why, pt.s.o.MaxDeferrals)
-	pt.log.Warn("giving up on URL: handed back unfetched too often", "url", ended.Task.URL, "attempts", ended.Task.Attempt, "last", why)
-	return pt.endRecord(ctx, *ended, reason, kindDeferred)
+	return nil
 }
 
-// kindDeferred is the error kind of a URL ended by MaxDeferrals (the
-// fetcher's KindDeferred; services do not import each other).
-const kindDeferred = "deferred"
+// The error kinds of URLs the frontier ends (the fetcher's KindDeferred and
+// KindLost; services do not import each other): handed back unfetched more
+// than MaxDeferrals times, and lost MaxAttempts times.
+const (
+	kindDeferred = "deferred"
+	kindLost     = "lost"
+)
 
-// endRecord publishes the page record of a URL the frontier ended without a
+// endRecord publishes the page record of a URL the frontier ends without a
 // fetch, so that taps, --out and archives see its final state and why. Its
-// message ID is the fetcher's for the task's page: there was none.
+// message ID is the fetcher's for the task's page: there was none (or, for a
+// lost task, none came back). Callers publish it before the store drops the
+// URL, so that a crash in between replays the same message, which JetStream
+// drops as a duplicate within the duplicate window.
 func (pt *partition) endRecord(ctx context.Context, in store.InFlight, reason, kind string) error {
 	t := in.Task
 	p := messages.Page{V: messages.Version, TaskID: t.ID, URL: t.URL, Host: t.Host, Partition: t.Partition,

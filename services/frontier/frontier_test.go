@@ -164,6 +164,128 @@ func TestLostTaskIsReissuedThenDropped(t *testing.T) {
 	if st.InFlight != 0 || st.Queued != 0 {
 		t.Errorf("store after drop: %+v", st)
 	}
+	// The URL ends with a page record saying why (issue 18), under the
+	// last task's page message ID.
+	m := testbus.Next(t, h.js, h.names.StreamPages(), h.names.ConsumerParser(), 3*time.Second)
+	if m == nil {
+		t.Fatal("no page record of the URL given up")
+	}
+	p, err := messages.DecodePage(m.Headers().Get(messages.HeaderPage))
+	if err != nil || p.URL != "http://a.example/lost" || p.ErrorKind != "lost" || p.Status != 0 || p.TaskID != second.ID ||
+		!strings.Contains(p.Error, "never came back") || !strings.Contains(p.Error, "--max-attempts 2") {
+		t.Fatalf("record %+v (%v)", p, err)
+	}
+	if id := m.Headers().Get("Nats-Msg-Id"); id != "page:"+second.ID {
+		t.Errorf("record's message ID %q, want page:%s", id, second.ID)
+	}
+	if extra := testbus.Next(t, h.js, h.names.StreamPages(), h.names.ConsumerParser(), 200*time.Millisecond); extra != nil {
+		t.Errorf("a second page record: %s", extra.Headers().Get(messages.HeaderPage))
+	}
+}
+
+// crashingExpire is a store whose Expire never returns until released: the
+// frontier using it stands for one that crashed right after publishing a
+// lost URL's record and before the store dropped the URL.
+type crashingExpire struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *crashingExpire) Expire(ctx context.Context, p int, host, taskID string, maxAttempts int) (bool, error) {
+	close(c.entered)
+	<-c.release
+	return c.Store.Expire(ctx, p, host, taskID, maxAttempts)
+}
+
+// A lost URL's record is published before the store drops the URL, under a
+// message ID of the task: when the frontier dies between the two, the next
+// owner expires the task again and publishes the same record, which
+// JetStream stores once. Every URL ends with exactly one record.
+func TestLostRecordSurvivesACrashBeforeTheStoreDropsTheURL(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	o := Options{JS: js, Names: names, Partitions: []int{0}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TaskTTL: 50 * time.Millisecond, FetchTimeout: 50 * time.Millisecond, LeaseMargin: 50 * time.Millisecond, MaxAttempts: 1}
+	crash := &crashingExpire{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	first := o
+	first.Store = crash
+	runSvc := func(svc *Service) func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { svc.Run(ctx); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	stopFirst := runSvc(New(first))
+	t.Cleanup(func() {
+		select {
+		case <-crash.release:
+		default:
+			close(crash.release)
+		}
+		stopFirst()
+	})
+	h := &harness{t: t, js: js, names: names}
+	h.enqueue("http://a.example/lost")
+	task, _, ok := h.task(2 * time.Second)
+	if !ok {
+		t.Fatal("no task")
+	}
+	select { // its lease runs out: the record goes out, then Expire "crashes"
+	case <-crash.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lost task was never expired")
+	}
+	if n := pagesStored(t, js, names); n != 1 {
+		t.Fatalf("%d page records before the store step, want 1: the record must go out first", n)
+	}
+	if got, _ := st.Stats(context.Background(), []int{0}); got.InFlight != 1 {
+		t.Fatalf("store %+v: want the task still in flight, as after a crash", got)
+	}
+
+	// The next owner of the partition.
+	second := o
+	second.Store = st
+	next := New(second)
+	stopNext := runSvc(next)
+	defer stopNext()
+	deadline := time.Now().Add(5 * time.Second)
+	for next.Stats.Dropped.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the next owner did not give the URL up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := pagesStored(t, js, names); n != 1 {
+		t.Errorf("%d page records after the replay, want 1", n)
+	}
+	m := testbus.Next(t, js, names.StreamPages(), names.ConsumerParser(), 2*time.Second)
+	if m == nil {
+		t.Fatal("no record")
+	}
+	if p, err := messages.DecodePage(m.Headers().Get(messages.HeaderPage)); err != nil || p.TaskID != task.ID || p.ErrorKind != "lost" {
+		t.Errorf("record %+v (%v)", p, err)
+	}
+	if got, _ := st.Stats(context.Background(), []int{0}); got.InFlight != 0 || got.Queued != 0 {
+		t.Errorf("store after the replay %+v, want the URL gone", got)
+	}
+}
+
+func pagesStored(t *testing.T, js jetstream.JetStream, names subjects.Names) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), names.StreamPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
 }
 
 func TestExpiredTaskIsRequeuedAtOnce(t *testing.T) {
