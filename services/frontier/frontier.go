@@ -443,6 +443,13 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 	}); err != nil {
 		return err
 	}
+	// A message whose ack wait ran out while it sat in the pull buffer is
+	// redelivered and may arrive twice in one batch: the store has applied
+	// neither copy, so each would enqueue its URLs (a double fetch, seen
+	// under load by the hostile-web test). The second copy is acked with
+	// the batch, once the first is applied.
+	inBatch := make(map[uint64]bool, len(batch))
+	var redelivered []jetstream.Msg
 	for i, m := range batch {
 		if all[i] == 0 {
 			pt.park(ctx, m, "message without JetStream metadata")
@@ -452,6 +459,11 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			_ = m.Ack() // applied before; its ack was lost
 			continue
 		}
+		if inBatch[all[i]] {
+			redelivered = append(redelivered, m)
+			continue
+		}
+		inBatch[all[i]] = true
 		if err := pt.decode(m, &enq, &done, &again); err != nil {
 			pt.park(ctx, m, err.Error())
 			continue
@@ -508,7 +520,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			}
 		}
 	}
-	for _, m := range keep {
+	for _, m := range append(keep, redelivered...) {
 		_ = m.Ack()
 	}
 	return nil
