@@ -199,22 +199,12 @@ func checkCase(t *testing.T, c hostileweb.Case, rec map[string]any, meta warc.Pa
 	}
 }
 
-// knownDoubleFetches: while set, a URL fetched twice is logged, not a
-// failure. Under load (CI under -race, a load average of 7 on 2 cores) a
-// frontier partition's intake message can wait in the client's pull buffer
-// past its 15 s ack wait; JetStream redelivers it, and both deliveries land
-// in the same batch, whose intake-log check (Store.Applied) finds neither
-// applied, so the batch's URLs are queued twice and fetched twice, as two
-// tasks. Reported with a fix (services/frontier: apply a stream sequence
-// once per batch); set this false when it lands.
-const knownDoubleFetches = true
-
+// fetchedAgain fails the test: every URL is fetched once. (Under load a
+// frontier intake message could wait in the client's pull buffer past its
+// ack wait and arrive twice in one batch, queuing its URLs twice; the
+// frontier now applies a stream sequence once per batch.)
 func fetchedAgain(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if knownDoubleFetches {
-		t.Logf("known frontier bug (same-batch redelivery applied twice): "+format, args...)
-		return
-	}
 	t.Errorf(format, args...)
 }
 
