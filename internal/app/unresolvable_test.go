@@ -118,3 +118,61 @@ func TestUnresolvableHostEndsItsURLs(t *testing.T) {
 	}
 	t.Logf("%d URLs of an unresolvable host and a live host of 2 pages: %v", n, elapsed.Round(time.Millisecond))
 }
+
+// With --ignore-robots no robots.txt gives an unresolvable host up: each of
+// its URLs is fetched and fails. The fetcher's done report says the name
+// does not exist (no_such_host), so the frontier neither rests the host nor
+// backs it off between them: the queue ends at the loop's pace, every URL
+// with its record (status 0, kind dns), where failure backoff used to hold
+// each one up to the 30 s max gap (about 18 minutes for these 40).
+func TestUnresolvableHostEndsItsURLsWithoutRobots(t *testing.T) {
+	s := testsite.New()
+	live := s.AddHost(t, "live", "127.0.2.22")
+	live.Set("/", testsite.Page{Links: []string{live.URL("/a")}})
+	live.Set("/a", testsite.Page{})
+
+	const n = 40
+	seeds := []string{live.URL("/")}
+	for i := range n {
+		seeds = append(seeds, fmt.Sprintf("http://nowhere.test/p%d", i))
+	}
+	dnsAddr, queries := nxdomainServer(t)
+	cfg := testConfig(t, seeds)
+	cfg.Resolver, cfg.DNSServers = "trawler", []string{dnsAddr}
+	cfg.IgnoreRobots = true
+	cfg.PolitenessDelay = time.Second // the default
+	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
+	// Far more than the crawl needs (seconds), far less than failure
+	// backoff would take.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
+	if err != nil {
+		t.Fatalf("%v (the unresolvable host's URLs did not end within a minute)", err)
+	}
+	if queries.Load() == 0 {
+		t.Fatal("the local DNS server was never asked: the test did not exercise the resolver")
+	}
+	recs := readOut(t, cfg.Out)
+	for i := range n {
+		u := fmt.Sprintf("http://nowhere.test/p%d", i)
+		rec := recs[u]
+		if rec == nil {
+			t.Errorf("%s: no record", u)
+			continue
+		}
+		msg, _ := rec["error"].(string)
+		if rec["status"] != float64(0) || !strings.Contains(msg, "no such host") {
+			t.Errorf("%s: status %v, error %q; want 0, no such host", u, rec["status"], msg)
+		}
+	}
+	if rec := recs[live.URL("/a")]; rec == nil || rec["status"] != float64(200) {
+		t.Errorf("live host's page: %v", rec)
+	}
+	if got := sum.Counters[`trawler_fetcher_failures_total{kind="dns"}`]; got != n {
+		t.Errorf("failures of kind dns = %v, want %d", got, n)
+	}
+	if got := sum.Counters["trawler_fetcher_robots_given_up_hosts_total"]; got != 0 {
+		t.Errorf("robots given-up hosts = %v with --ignore-robots, want 0", got)
+	}
+}

@@ -79,15 +79,22 @@ type FetchTask struct {
 // FetchDone is published on <prefix>.frontier.<p>.done by the fetcher once a
 // task is finished, whatever its outcome, so the frontier frees the host.
 type FetchDone struct {
-	V         int           `json:"v"`
-	TaskID    string        `json:"task_id"`
-	Partition int           `json:"partition"`
-	Host      string        `json:"host"`
-	URL       string        `json:"url"`
-	Status    int           `json:"status"`
-	Error     string        `json:"error,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
-	IP        string        `json:"ip,omitempty"`
+	V         int    `json:"v"`
+	TaskID    string `json:"task_id"`
+	Partition int    `json:"partition"`
+	Host      string `json:"host"`
+	URL       string `json:"url"`
+	Status    int    `json:"status"`
+	Error     string `json:"error,omitempty"`
+	// ErrorKind classifies Error as the page's error_kind does (timeout,
+	// dns, refused, …); empty when there is no error.
+	ErrorKind string `json:"error_kind,omitempty"`
+	// NoSuchHost is set when the host's name does not exist (NXDOMAIN, or
+	// no address record): nothing was sent to the host, and its other URLs
+	// will fail alike, so the frontier ends them without a rest between.
+	NoSuchHost bool          `json:"no_such_host,omitempty"`
+	Duration   time.Duration `json:"duration_ns"`
+	IP         string        `json:"ip,omitempty"`
 	// FinishedAt is when the fetcher finished with the host (response read,
 	// or the attempt given up). The frontier counts the host's next gap from
 	// this message's arrival, which is later and so the safer of the two.

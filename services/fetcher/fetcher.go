@@ -297,6 +297,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			default:
 				s.Stats.Disallowed.Add(1)
 			}
+			done.ErrorKind = p.ErrorKind
 			return &p, nil, nil
 		case v.Fetched:
 			// robots.txt took this turn: the page waits the host's gap
@@ -329,6 +330,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 	}
 	page := s.page(task, *resp)
 	done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
+	done.ErrorKind, done.NoSuchHost = page.ErrorKind, noSuchHost(resp.Err)
 	return &page, resp.Body, nil
 }
 

@@ -798,6 +798,14 @@ func errKind(err error, a *attempt) string {
 	return KindOther
 }
 
+// noSuchHost tells whether err says the host's name does not exist
+// (NXDOMAIN, or no address record), as opposed to a name server failing or
+// timing out, which may pass.
+func noSuchHost(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr) && dnsErr.IsNotFound
+}
+
 func isTLSError(err error) bool {
 	var (
 		rh  tls.RecordHeaderError

@@ -576,12 +576,14 @@ func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "
 // restUntil is when a host may be fetched again after fd: the politeness
 // rule's rest, failure backoff included, capped by the max gap.
 func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
-	if fd.Disallowed && fd.Duration == 0 {
+	if fd.Disallowed && fd.Duration == 0 || fd.NoSuchHost || fd.ErrorKind == kindBlocked {
 		// Nothing was sent to the host (robots.txt, known already,
-		// forbids the URL, or the host was given up or refused): the rest
-		// since its last request is still running, or over, and its next
-		// URL may go at once. A given-up host's queue then ends at the pace
-		// of the loop, not one URL per --politeness-delay.
+		// forbids the URL, or the host was given up or refused; its name
+		// does not exist): the rest since its last request is still
+		// running, or over, and its next URL may go at once. A given-up
+		// or unresolvable host's queue then ends at the pace of the loop,
+		// not one URL per --politeness-delay or failure backoff (up to the
+		// max gap per URL with --ignore-robots).
 		if h := pt.hosts[fd.Host]; h != nil && h.nextAt.After(now) {
 			return h.nextAt
 		}
@@ -750,6 +752,7 @@ func (pt *partition) deferred(ctx context.Context, fd messages.FetchDone) error 
 const (
 	kindDeferred = "deferred"
 	kindLost     = "lost"
+	kindBlocked  = "blocked" // the address guard refused the host: nothing was sent
 )
 
 // endRecord publishes the page record of a URL the frontier ends without a

@@ -539,3 +539,33 @@ func TestInFlightGaugeIsTheStoresCount(t *testing.T) {
 	}
 	agree(2)
 }
+
+// A done report that sent nothing to the host — its name does not exist,
+// or the address guard refused it — neither rests the host nor adds to its
+// failure backoff: its next URL goes at once, so an unresolvable host's
+// queue ends at the loop's pace with --ignore-robots too (issue 18). A name
+// server that failed (which may pass) still backs off.
+func TestNothingSentRestsTheHostNoMore(t *testing.T) {
+	s := New(Options{Delay: time.Second})
+	pt := &partition{s: s, hosts: map[string]*host{}}
+	now := time.Now()
+	h := pt.host("nowhere.test")
+	h.failures = 3 // three URLs failed already
+	h.nextAt = now.Add(-time.Second)
+	nx := messages.FetchDone{Host: "nowhere.test", Error: "lookup nowhere.test: no such host", ErrorKind: "dns", NoSuchHost: true, Duration: 3 * time.Millisecond}
+	if got := pt.restUntil(nx, now); !got.Equal(now) {
+		t.Errorf("after a name that does not exist: rest until now+%v, want now", got.Sub(now))
+	}
+	blocked := messages.FetchDone{Host: "nowhere.test", Error: "address refused", ErrorKind: "blocked"}
+	if got := pt.restUntil(blocked, now); !got.Equal(now) {
+		t.Errorf("after a refused address: rest until now+%v, want now", got.Sub(now))
+	}
+	h.nextAt = now.Add(400 * time.Millisecond) // a real request's rest still running
+	if got := pt.restUntil(nx, now); !got.Equal(h.nextAt) {
+		t.Errorf("with a rest running: until now+%v, want its end now+400ms", got.Sub(now))
+	}
+	servfail := messages.FetchDone{Host: "nowhere.test", Error: "lookup nowhere.test: server misbehaving", ErrorKind: "dns", Duration: 3 * time.Millisecond}
+	if got := pt.restUntil(servfail, now); !got.After(now.Add(s.o.Delay)) {
+		t.Errorf("after a failing name server: rest until now+%v, want the failure backoff, over the %v delay", got.Sub(now), s.o.Delay)
+	}
+}
