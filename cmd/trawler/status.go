@@ -139,15 +139,20 @@ type statusReport struct {
 	ParserBacklog uint64 `json:"parser_backlog"` // pages the parser has not acknowledged
 	DeadLetters   uint64 `json:"dead_letters"`
 	Frontier      struct {
-		Source       string          `json:"source"` // redis or heartbeat (the run process's store)
-		Queued       int64           `json:"queued"`
-		InFlight     int64           `json:"in_flight"`
-		Enqueued     uint64          `json:"enqueued"` // URLs ever queued: the size of the seen set
-		Issued       uint64          `json:"issued"`
-		ReadyHosts   float64         `json:"ready_hosts"`
-		WaitingHosts float64         `json:"waiting_hosts"`
-		TopHosts     []hostQueue     `json:"top_hosts,omitempty"`
-		Partitions   map[string]bool `json:"-"`
+		Source       string  `json:"source"` // redis or heartbeat (the run process's store)
+		Queued       int64   `json:"queued"`
+		InFlight     int64   `json:"in_flight"`
+		Enqueued     uint64  `json:"enqueued"` // URLs ever queued: the size of the seen set
+		Issued       uint64  `json:"issued"`
+		ReadyHosts   float64 `json:"ready_hosts"`
+		WaitingHosts float64 `json:"waiting_hosts"`
+		// DroppedBudget and DroppedQueue are the URLs the store dropped
+		// over the crawl's life: over a host's --max-pages-per-host, and
+		// pushed out of a queue full at --max-queue-per-host.
+		DroppedBudget uint64          `json:"dropped_host_budget"`
+		DroppedQueue  uint64          `json:"dropped_host_queue"`
+		TopHosts      []hostQueue     `json:"top_hosts,omitempty"`
+		Partitions    map[string]bool `json:"-"`
 	} `json:"frontier"`
 	// Unreachable are the origins whose robots.txt is unreachable: being
 	// retried (with the time left before they are given up) or given up.
@@ -348,6 +353,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	rep.Queued, rep.ParserBacklog, rep.DeadLetters = s.Queued(), s.ParserBacklog, s.DeadLetters
 	f := &rep.Frontier
 	f.Source, f.Queued, f.InFlight, f.Enqueued, f.Issued = r.src.name(), s.Store.Queued, s.Store.InFlight, s.Store.Enqueued, s.Store.Issued
+	f.DroppedBudget, f.DroppedQueue = s.Store.DroppedBudget(), s.Store.DroppedQueue
 
 	beats := r.src.beats
 	if r.src.redis != nil { // the heartbeat source read them already otherwise
@@ -537,6 +543,9 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	f := rep.Frontier
 	fmt.Fprintf(&b, "frontier  %d URLs queued (%d in host queues), %d in flight, hosts %.0f ready / %.0f waiting; seen set %d URLs [store: %s]\n",
 		rep.Queued, f.Queued, f.InFlight, f.ReadyHosts, f.WaitingHosts, f.Enqueued, f.Source)
+	if d := droppedLine(f.DroppedBudget, f.DroppedQueue); d != "" {
+		fmt.Fprintf(&b, "dropped   %s\n", d)
+	}
 	if len(f.TopHosts) > 0 {
 		var parts []string
 		for _, h := range f.TopHosts {
@@ -723,6 +732,16 @@ func givenUp(c map[string]float64) string {
 		hosts, deferred, lost)
 }
 
+// droppedLine says what the per-host limits dropped, by reason; "" when
+// nothing was.
+func droppedLine(budget, queue uint64) string {
+	if budget+queue == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d URLs by the per-host limits: %d over --max-pages-per-host, %d pushed out of a queue full at --max-queue-per-host",
+		budget+queue, budget, queue)
+}
+
 // printSummary ends `trawler run` with a table of what the run did, from the
 // same counters `status` reads in heartbeats.
 func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
@@ -748,6 +767,9 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 				break
 			}
 		}
+	}
+	if d := droppedLine(sum.DroppedBudget, sum.DroppedQueue); d != "" { // over the crawl's life, as the crawl row
+		rows = append(rows, [2]string{"dropped", d})
 	}
 	if given := givenUp(c); given != "" {
 		rows = append(rows, [2]string{"given up", given})

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/internal/testsite"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
@@ -55,5 +57,57 @@ func TestStatusShowsExcludedLinks(t *testing.T) {
 	show(&b, rep, false, false)
 	if strings.Contains(b.String(), "excluded") {
 		t.Errorf("screen has an excluded line with nothing excluded:\n%s", b.String())
+	}
+}
+
+// The URLs the per-host limits drop are told apart by reason, in the run
+// summary (over the crawl's life) and on the status screen: one page
+// linking to 6 more of its host, with a queue cap of 4 and a budget of 3
+// pages, has 2 links pushed out at intake and the 2 left over the budget
+// dropped at the next pop (issue 18 #2).
+func TestRunSummaryDroppedRow(t *testing.T) {
+	s := testsite.New()
+	a := s.AddHost(t, "a", "127.0.0.4")
+	var links []string
+	for i := 1; i <= 6; i++ {
+		links = append(links, a.URL(fmt.Sprintf("/%d", i)))
+		a.Set(fmt.Sprintf("/%d", i), testsite.Page{})
+	}
+	a.Set("/", testsite.Page{Links: links})
+	dir := t.TempDir()
+	code, stdout, stderr := trawler(t, "run", "--seed", a.URL("/"), "--allow-private", "--ignore-robots", "--data-dir", dir+"/data",
+		"--politeness-delay", "1ms", "--partition-count", "2", "--progress=false",
+		"--max-pages-per-host", "3", "--max-queue-per-host", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"  fetched    3 pages",
+		"  dropped    4 URLs by the per-host limits: 2 over --max-pages-per-host, 2 pushed out of a queue full at --max-queue-per-host\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestStatusShowsDroppedURLs(t *testing.T) {
+	var rep statusReport
+	rep.Frontier.DroppedBudget, rep.Frontier.DroppedQueue = 5, 1
+	var b strings.Builder
+	show(&b, rep, false, false)
+	if want := "dropped   6 URLs by the per-host limits: 5 over --max-pages-per-host, 1 pushed out of a queue full at --max-queue-per-host\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("screen lacks %q:\n%s", want, b.String())
+	}
+	b.Reset()
+	show(&b, rep, true, false)
+	if want := `"dropped_host_budget":5,"dropped_host_queue":1`; !strings.Contains(b.String(), want) {
+		t.Errorf("JSON lacks %s:\n%s", want, b.String())
+	}
+	rep.Frontier.DroppedBudget, rep.Frontier.DroppedQueue = 0, 0
+	b.Reset()
+	show(&b, rep, false, false)
+	if strings.Contains(b.String(), "dropped") {
+		t.Errorf("a dropped line with nothing dropped:\n%s", b.String())
 	}
 }

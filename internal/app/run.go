@@ -53,6 +53,11 @@ type Summary struct {
 	// FailingHosts are the hosts with the most fetches without a response,
 	// and the last reason.
 	FailingHosts []fetcher.HostFailures
+	// DroppedBudget and DroppedQueue are the URLs the frontier store
+	// dropped over the crawl's life (resumes included): over a host's
+	// --max-pages-per-host, and pushed out of a queue full at
+	// --max-queue-per-host.
+	DroppedBudget, DroppedQueue uint64
 }
 
 // RunOptions are the all-in-one mode's extras.
@@ -171,6 +176,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	sum := Summary{
 		Fetched: fetch.Stats.Fetched.Load(), Errors: fetch.Stats.Errors.Load(),
 		Total: last.Pages.LastSeq, Queued: last.Queued(), DeadLetters: last.DeadLetters, Elapsed: time.Since(start),
+		DroppedBudget: last.Store.DroppedBudget(), DroppedQueue: last.Store.DroppedQueue,
 	}
 	sum.Counters, _ = heartbeat.Flatten(d.Registry)
 	sum.FailingHosts = fetch.FailingHosts(5)

@@ -65,7 +65,10 @@ const (
 	metaHead     = "head" // lowest queue order number in use (Expire pushes below it)
 	metaTail     = "tail" // next queue order number for an append
 	metaDropped  = "dropped"
-	globalIssued = "issued"
+	// metaDroppedQueue: the part of metaDropped that a full queue pushed
+	// out (Limits.HostQueue); the rest went over a host's budget.
+	metaDroppedQueue = "dropped_queue"
+	globalIssued     = "issued"
 )
 
 // orderStart is where head and tail start, so that both appends (tail up)
@@ -315,7 +318,7 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 	rest, issued := part.Bucket(bucketRest), part.Bucket(bucketIssued)
 
 	tail := getU64Or(meta, metaTail, orderStart)
-	added, dropped := uint64(0), uint64(0)
+	added, dropped, queueDropped := uint64(0), uint64(0), uint64(0)
 	for _, it := range items {
 		if b.limits.HostBudget > 0 && getU64(issued, it.host) >= uint64(b.limits.HostBudget) {
 			dropped++
@@ -332,6 +335,7 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 			}
 			added--
 			dropped++
+			queueDropped++
 		}
 	}
 	freed := int64(0)
@@ -359,6 +363,7 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 		kv{metaEnqueued, getU64(meta, metaEnqueued) + added},
 		kv{metaQueued, getU64(meta, metaQueued) + added},
 		kv{metaDropped, getU64(meta, metaDropped) + dropped},
+		kv{metaDroppedQueue, getU64(meta, metaDroppedQueue) + queueDropped},
 		kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
 	)
 }
@@ -580,6 +585,7 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 			s.InFlight += int64(getU64(meta, metaInFlight))
 			s.Enqueued += getU64(meta, metaEnqueued)
 			s.Dropped += getU64(meta, metaDropped)
+			s.DroppedQueue += getU64(meta, metaDroppedQueue)
 		}
 		return nil
 	})

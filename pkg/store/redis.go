@@ -32,7 +32,7 @@ import (
 //	<prefix>:{<prefix>:p7}:rest        hash host -> unix ms NotBefore
 //	<prefix>:{<prefix>:p7}:issued      hash host -> URLs issued (host budget)
 //	<prefix>:{<prefix>:p7}:meta        hash applied, queued, inflight, enqueued,
-//	                                   dropped, head, tail
+//	                                   dropped, dropped_queue, head, tail
 //	<prefix>:{<prefix>:global}:budget  pages issued so far (crawl-wide)
 //
 // JSON is only ever written by Go: scripts move strings around and compare
@@ -229,7 +229,7 @@ local hosts = {}
 for i = 1, h do hosts[i] = ARGV[4 + i] end
 local a = 5 + h
 local e = tonumber(ARGV[a]); a = a + 1
-local added, dropped = 0, 0
+local added, dropped, qdropped = 0, 0, 0
 for _ = 1, e do
   local i = tonumber(ARGV[a])
   local q = KEYS[5 + i]
@@ -244,6 +244,7 @@ for _ = 1, e do
       redis.call('ZPOPMAX', q)
       added = added - 1
       dropped = dropped + 1
+      qdropped = qdropped + 1
     end
   end
   a = a + 3
@@ -265,6 +266,7 @@ if added > 0 then
   redis.call('HINCRBY', KEYS[1], 'enqueued', added)
 end
 if dropped > 0 then redis.call('HINCRBY', KEYS[1], 'dropped', dropped) end
+if qdropped > 0 then redis.call('HINCRBY', KEYS[1], 'dropped_queue', qdropped) end
 if freed > 0 then redis.call('HINCRBY', KEYS[1], 'inflight', -freed) end -- never '-0'
 redis.call('HSET', KEYS[1], 'applied', ARGV[1])
 return 1
@@ -693,7 +695,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		budget = pipe.Get(ctx, r.budgetKey())
 		for i, p := range partitions {
-			metas[i] = pipe.HMGet(ctx, r.metaKey(p), "queued", "inflight", "enqueued", "dropped")
+			metas[i] = pipe.HMGet(ctx, r.metaKey(p), "queued", "inflight", "enqueued", "dropped", "dropped_queue")
 		}
 		return nil
 	})
@@ -706,7 +708,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	}
 	for i, p := range partitions {
 		v := metas[i].Val()
-		var c [4]int64
+		var c [5]int64
 		for j := range c {
 			str, _ := v[j].(string)
 			if str == "" {
@@ -720,6 +722,7 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 		s.InFlight += c[1]
 		s.Enqueued += uint64(c[2])
 		s.Dropped += uint64(c[3])
+		s.DroppedQueue += uint64(c[4])
 	}
 	return s, nil
 }

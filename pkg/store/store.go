@@ -105,8 +105,14 @@ type Stats struct {
 	InFlight int64  // tasks issued and not done
 	Enqueued uint64 // URLs ever queued (monotonic: a change means work moved)
 	Issued   uint64 // budget taken so far (global, see TakeBudget)
-	Dropped  uint64 // URLs dropped by the per-host limits (see Limits)
+	Dropped  uint64 // URLs dropped by the per-host limits (see Limits), both
+	// DroppedQueue is the part of Dropped that HostQueue pushed out of a
+	// full queue; the rest went over a host's HostBudget (DroppedBudget).
+	DroppedQueue uint64
 }
+
+// DroppedBudget is the part of Dropped over a host's HostBudget.
+func (s Stats) DroppedBudget() uint64 { return s.Dropped - min(s.DroppedQueue, s.Dropped) }
 
 // Frontier is the frontier's durable state: per-host priority queues, tasks
 // in flight, hosts' politeness times, an apply counter and the intake log that

@@ -1016,6 +1016,9 @@ func testHostBudget(t *testing.T, open opener) {
 		t.Errorf("ok host issued %v, want 3 URLs", got)
 	}
 	wantStats(t, s, []int{p}, Stats{Queued: 0, Enqueued: 9, Dropped: 4})
+	if got := mustStats(t, s, []int{p}).DroppedBudget(); got != 4 {
+		t.Errorf("dropped over the budget %d, want 4", got)
+	}
 	if st := mustLoad(t, s, p); len(st.Hosts) != 0 {
 		t.Errorf("hosts left after their budgets: %s", dump(st))
 	}
@@ -1031,7 +1034,10 @@ func testHostQueueCap(t *testing.T, open opener) {
 		return Queued{Host: "a", Link: messages.Link{URL: url, Depth: depth}}
 	}
 	mustApply(t, s, p, 1, []Queued{link("d2", 2), link("d1", 1), link("d3", 3), link("d0", 0), link("d4", 4)}, nil)
-	wantStats(t, s, []int{p}, Stats{Queued: 3, Enqueued: 3, Dropped: 2})
+	wantStats(t, s, []int{p}, Stats{Queued: 3, Enqueued: 3, Dropped: 2, DroppedQueue: 2})
+	if got := mustStats(t, s, []int{p}).DroppedBudget(); got != 0 {
+		t.Errorf("dropped over the budget %d, want 0", got)
+	}
 	seq := uint64(2)
 	if got, want := popAll(t, s, p, "a", &seq), []string{"d0", "d1", "d2"}; !slices.Equal(got, want) {
 		t.Errorf("capped queue %v, want %v", got, want)
