@@ -162,11 +162,15 @@ type statusReport struct {
 	// Excluded are the links the parsers did not follow for a limit, by
 	// reason (trawler_parser_links_excluded_total{reason}).
 	Excluded map[string]float64 `json:"excluded"`
-	Dedup    dedupReport        `json:"dedup"`
-	Replicas map[string]int     `json:"replicas"` // live processes running each service
-	Beats    []beatReport       `json:"processes"`
-	Streams  []streamReport     `json:"streams"`
-	Cons     []consumerReport   `json:"consumers"`
+	// GivenUp is what live processes gave up without a response, over
+	// their lifetimes: hosts (robots.txt unreachable, name not resolving),
+	// URLs handed back over --max-deferrals, URLs lost over --max-attempts.
+	GivenUp  givenUpReport    `json:"given_up"`
+	Dedup    dedupReport      `json:"dedup"`
+	Replicas map[string]int   `json:"replicas"` // live processes running each service
+	Beats    []beatReport     `json:"processes"`
+	Streams  []streamReport   `json:"streams"`
+	Cons     []consumerReport `json:"consumers"`
 }
 
 // unreachableHost is an origin of the robots bucket's "u." records.
@@ -414,6 +418,8 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 			rep.Excluded[l] += v
 		}
 	}
+	rep.GivenUp = givenUpReport{Hosts: sum["trawler_fetcher_robots_given_up_hosts_total"],
+		Deferred: sum["trawler_frontier_urls_deferred_out_total"], Lost: sum["trawler_frontier_urls_dropped_total"]}
 	d := &rep.Dedup
 	d.In, d.New = sum["trawler_dedup_urls_in_total"], sum["trawler_dedup_urls_new_total"]
 	hits, absent := sum["trawler_dedup_cache_hits_total"], sum["trawler_dedup_bloom_absent_total"]
@@ -559,6 +565,9 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	fmt.Fprintf(&b, "responses %s; failures %s; dead letters %d\n", mix(rep.Statuses), mix(rep.Failures), rep.DeadLetters)
 	if ex := excludedLine(rep.Excluded); ex != "" {
 		fmt.Fprintf(&b, "excluded  %s\n", ex)
+	}
+	if g := rep.GivenUp; g.Hosts+g.Deferred+g.Lost > 0 {
+		fmt.Fprintf(&b, "given up  %s\n", givenUpLine(g))
 	}
 	d := rep.Dedup
 	fmt.Fprintf(&b, "dedup     %.0f URLs in, %.0f new; cache hits %.1f%%, Bloom proved new %.1f%% of misses, seen set hits %.1f%% of %.0f lookups\n",
@@ -719,15 +728,29 @@ func groupPartitions(cons []consumerReport) []consumerReport {
 	return out
 }
 
+// givenUpReport counts what was given up without a response.
+type givenUpReport struct {
+	Hosts    float64 `json:"hosts"`
+	Deferred float64 `json:"urls_deferred_out"`
+	Lost     float64 `json:"urls_lost"`
+}
+
 // givenUp is the summary's line of what the crawl gave up without a
 // response: hosts whose robots.txt stayed unreachable (or whose name does not
 // resolve), URLs handed back unfetched too often, URLs whose fetch result
 // never came back; "" when none.
 func givenUp(c map[string]float64) string {
-	hosts, deferred, lost := c["trawler_fetcher_robots_given_up_hosts_total"], c["trawler_frontier_urls_deferred_out_total"], c["trawler_frontier_urls_dropped_total"]
-	if hosts+deferred+lost == 0 {
+	g := givenUpReport{Hosts: c["trawler_fetcher_robots_given_up_hosts_total"],
+		Deferred: c["trawler_frontier_urls_deferred_out_total"], Lost: c["trawler_frontier_urls_dropped_total"]}
+	if g.Hosts+g.Deferred+g.Lost == 0 {
 		return ""
 	}
+	return givenUpLine(g)
+}
+
+// givenUpLine says what g counts, in the words of the run summary.
+func givenUpLine(g givenUpReport) string {
+	hosts, deferred, lost := g.Hosts, g.Deferred, g.Lost
 	return fmt.Sprintf("%.0f hosts (robots.txt unreachable or name not resolving: their URLs failed, kind robots), %.0f URLs handed back unfetched over --max-deferrals (kind deferred), %.0f URLs whose result never came back (--max-attempts)",
 		hosts, deferred, lost)
 }

@@ -111,3 +111,42 @@ func TestStatusShowsDroppedURLs(t *testing.T) {
 		t.Errorf("a dropped line with nothing dropped:\n%s", b.String())
 	}
 }
+
+// status shows what live processes gave up without a response (issue 18):
+// hosts whose robots.txt stayed unreachable, URLs over --max-deferrals and
+// URLs lost over --max-attempts, in its JSON and on its screen.
+func TestStatusShowsGivenUp(t *testing.T) {
+	now := time.Now()
+	beats := []heartbeat.Beat{
+		{Service: "fetcher", Services: []string{"fetcher"}, At: now, Counters: map[string]float64{
+			"trawler_fetcher_robots_given_up_hosts_total": 2}},
+		{Service: "frontier", Services: []string{"frontier"}, At: now, Counters: map[string]float64{
+			"trawler_frontier_urls_deferred_out_total": 3, "trawler_frontier_urls_dropped_total": 1}},
+	}
+	var rep statusReport
+	addBeats(&rep, beats, now)
+	data, _ := json.Marshal(rep)
+	var back struct {
+		GivenUp map[string]float64 `json:"given_up"`
+	}
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.GivenUp["hosts"] != 2 || back.GivenUp["urls_deferred_out"] != 3 || back.GivenUp["urls_lost"] != 1 {
+		t.Errorf("given_up in JSON = %v", back.GivenUp)
+	}
+	var b strings.Builder
+	if err := show(&b, rep, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "given up  2 hosts (robots.txt unreachable"; !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "3 URLs handed back") {
+		t.Errorf("screen lacks %q:\n%s", want, b.String())
+	}
+	rep = statusReport{}
+	addBeats(&rep, nil, now)
+	b.Reset()
+	show(&b, rep, false, false)
+	if strings.Contains(b.String(), "given up") {
+		t.Errorf("screen has a given-up line with nothing given up:\n%s", b.String())
+	}
+}
