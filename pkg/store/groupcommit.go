@@ -40,11 +40,16 @@ import (
 // fails, the group is rolled back and run again without it), so it must set
 // its results afresh, as with bbolt's Batch.
 //
-// An early write (updateEarly) is told when its group has run every
-// function and is about to commit: its results are then final unless the
-// commit itself fails. It is also urgent: it ends a pacing wait at once. A
-// frontier partition issues a host's next task on it, so the host's
-// turnaround holds neither a pacing interval nor an fsync; see
+// An early write (updateEarly) is told as soon as its own function has run
+// in the group's transaction, while the functions after it run and the group
+// commits: its results are then final unless the commit itself fails. (If a
+// later function fails, the group is rolled back and run again without it;
+// the early function, run again on the same state, gives the same results:
+// every writer of the store keeps to its own keys — a frontier partition to
+// its partition's, of which it has one write pending at a time.) It is also
+// urgent: it ends a pacing wait at once. A frontier partition issues a
+// host's next task on it, so the host's turnaround holds neither a pacing
+// interval, nor the rest of its group's writes, nor an fsync; see
 // docs/frontier.md for why that is crash-safe.
 type groupCommit struct {
 	db       *bolt.DB
@@ -81,7 +86,8 @@ func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCom
 type groupCall struct {
 	fn   func(*bolt.Tx) error
 	done chan error
-	ran  chan struct{} // early writes: closed when the group ran and is about to commit
+	ran  chan struct{} // early writes: closed once fn ran in the group's transaction
+	told bool          // ran is closed; the leader's
 }
 
 // maxGroup bounds the functions of one transaction.
@@ -104,11 +110,14 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 }
 
 // updateEarly is update for a write whose caller acts on its results before
-// they are durable: once fn's group has run all its functions and is about
-// to commit, ran is called, on the caller's goroutine, while the commit goes
-// on; then updateEarly returns the commit's outcome as update does. fn's
-// results are final when ran is called unless the commit fails, and then
-// updateEarly returns the error. It does not wait for pacing.
+// they are durable: once fn has run in its group's transaction, ran is
+// called, on the caller's goroutine, while the rest of the group runs and
+// commits; then updateEarly returns the commit's outcome as update does.
+// fn's results are final when ran is called unless the commit fails, and
+// then updateEarly returns the error. fn may run again after ran (a later
+// function of its group failed): it must give the same results from the
+// same state, and must not write what ran reads unguarded. It does not wait
+// for pacing.
 func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func()) error {
 	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{})}
 	if g.enqueue(c) {
@@ -247,8 +256,8 @@ func hasEarly(calls []*groupCall) bool {
 }
 
 // run commits group in one transaction. A function that fails rolls the
-// transaction back: it gets its error alone and the others run again. Once
-// every function ran, the early writes hear so before the commit.
+// transaction back: it gets its error alone and the others run again. An
+// early write hears that its function ran as soon as it did.
 func (g *groupCommit) run(group []*groupCall) {
 	for len(group) > 0 {
 		failed := -1
@@ -258,9 +267,8 @@ func (g *groupCommit) run(group []*groupCall) {
 					failed = i
 					return err
 				}
-			}
-			for _, c := range group {
-				if c.ran != nil {
+				if c.ran != nil && !c.told {
+					c.told = true
 					close(c.ran)
 				}
 			}

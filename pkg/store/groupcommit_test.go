@@ -320,6 +320,95 @@ func TestGroupCommitEarlyWriteFails(t *testing.T) {
 	}
 }
 
+// An early write hears its results as soon as its own function has run, not
+// once the rest of its group has: here the write after it in the group
+// waits for that. When a later write fails, the group runs again without
+// it: the early write runs twice, hears once, and commits.
+func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
+	b := openGroupTest(t, -1)
+	g := b.writes
+	// Hold the leader in a first group so that the next writes gather.
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	entered := make(chan struct{})
+	go func() {
+		first <- g.update(func(*bolt.Tx) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+
+	heard := make(chan struct{})
+	var runs, hears int
+	var mu sync.Mutex
+	early := make(chan error, 1)
+	go func() {
+		early <- g.updateEarly(func(tx *bolt.Tx) error {
+			mu.Lock()
+			runs++
+			mu.Unlock()
+			_, err := tx.CreateBucketIfNotExists([]byte("early"))
+			return err
+		}, func() {
+			mu.Lock()
+			hears++
+			mu.Unlock()
+			close(heard)
+		})
+	}()
+	waitPending(t, g, 1)
+	boom := errors.New("boom")
+	later := make(chan error, 1)
+	go func() {
+		later <- g.update(func(*bolt.Tx) error {
+			select {
+			case <-heard: // the early write heard while this one runs
+			case <-time.After(5 * time.Second):
+				return errors.New("the early write did not hear before its group's next write ended")
+			}
+			return boom // roll the group back: the early write runs again
+		})
+	}()
+	waitPending(t, g, 2)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-later; !errors.Is(err, boom) {
+		t.Fatalf("later write: %v", err)
+	}
+	if err := <-early; err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || hears != 1 {
+		t.Fatalf("early write ran %d times, heard %d times; want 2 and 1", runs, hears)
+	}
+	if err := b.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("early")) == nil {
+			return errors.New("the early write was not committed")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPending waits until n writes wait for the next group.
+func waitPending(t *testing.T, g *groupCommit, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g.mu.Lock()
+		got := len(g.pending)
+		g.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes pending, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Pop derives a task ID from the queue entry when the Issue has none: the
 // same entry popped again (a write lost in a crash, replayed) gets the same
 // ID, another entry of the same URL another.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -112,22 +113,37 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 	if err != nil {
 		return StepResult{}, err
 	}
-	var res StepResult
+	// res is guarded: early may read it while fn runs again (a later
+	// write of its group failed), which sets it to the same value.
+	var (
+		mu  sync.Mutex
+		res StepResult
+	)
 	fn := func(tx *bolt.Tx) (err error) {
-		res = StepResult{}
-		if res.Applied, err = b.applyTx(tx, p, r.Seq, items, r.Done); err != nil || !res.Applied {
+		var out StepResult
+		defer func() {
+			mu.Lock()
+			res = out
+			mu.Unlock()
+		}()
+		if out.Applied, err = b.applyTx(tx, p, r.Seq, items, r.Done); err != nil || !out.Applied {
 			return err
 		}
 		if err := markAppliedTx(tx, p, r.Applied, r.Floor); err != nil {
 			return err
 		}
 		if len(r.Issue) > 0 {
-			res.Tasks, err = b.popTx(tx, p, r.Issue)
+			out.Tasks, err = b.popTx(tx, p, r.Issue)
 		}
 		return err
 	}
 	if early != nil && len(r.Issue) > 0 {
-		err = boltErr(b.writes.updateEarly(fn, func() { early(res) }))
+		err = boltErr(b.writes.updateEarly(fn, func() {
+			mu.Lock()
+			out := res
+			mu.Unlock()
+			early(out)
+		}))
 	} else {
 		err = b.update(fn)
 		if err == nil && early != nil {
@@ -146,14 +162,25 @@ func (b *Bolt) PopEarly(ctx context.Context, p int, reqs []Issue, early func([]I
 	if err := checkArgs(ctx, p); err != nil {
 		return nil, err
 	}
-	var out []InFlight
-	fn := func(tx *bolt.Tx) (err error) {
-		out, err = b.popTx(tx, p, reqs)
+	var (
+		mu  sync.Mutex // as in StepEarly
+		out []InFlight
+	)
+	fn := func(tx *bolt.Tx) error {
+		tasks, err := b.popTx(tx, p, reqs)
+		mu.Lock()
+		out = tasks
+		mu.Unlock()
 		return err
 	}
 	var err error
 	if early != nil {
-		err = boltErr(b.writes.updateEarly(fn, func() { early(out) }))
+		err = boltErr(b.writes.updateEarly(fn, func() {
+			mu.Lock()
+			tasks := out
+			mu.Unlock()
+			early(tasks)
+		}))
 	} else {
 		err = b.update(fn)
 	}
