@@ -74,3 +74,50 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 		t.Errorf("redelivered = %d, want 1", svc.Stats.Redelivered.Load())
 	}
 }
+
+// A fetch that outlasts the fetch consumer's ack wait is kept alive often
+// enough not to be redelivered: the keep-alive follows the ack wait (2 x
+// --fetch-timeout + 5 s, under the old fixed 15 s for a timeout under 5 s).
+func TestKeepAliveFollowsTheAckWait(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		time.Sleep(2500 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html></html>")
+	}))
+	defer srv.Close()
+	js, names := testbus.Start(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cons, err := js.Consumer(ctx, names.StreamFetch(), names.ConsumerFetcher())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cons.CachedInfo().Config
+	cfg.AckWait = time.Second
+	if _, err := js.UpdateConsumer(ctx, names.StreamFetch(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
+		HTTP: HTTPOptions{Timeout: 10 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go svc.Run(ctx)
+	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
+	data, _ := json.Marshal(task)
+	testbus.Publish(t, js, names.Fetch(0), data)
+	deadline := time.Now().Add(15 * time.Second)
+	for svc.Stats.Fetched.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if svc.Stats.Fetched.Load() == 0 {
+		t.Fatal("the page was not fetched")
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits.Load() != 1 || svc.Stats.Redelivered.Load() != 0 || info.NumRedelivered != 0 {
+		t.Errorf("a 2.5 s fetch under a 1 s ack wait: %d requests, %d redeliveries seen by the fetcher, %d by the consumer; want 1, 0, 0",
+			hits.Load(), svc.Stats.Redelivered.Load(), info.NumRedelivered)
+	}
+}

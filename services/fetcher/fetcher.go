@@ -84,6 +84,9 @@ type Service struct {
 	claims             *claims
 	refusals           hostSet // hosts whose refusal was logged
 	dlq                bus.DeadLetters
+	// keepAliveEvery is how often a task in hand is reported in progress:
+	// a third of the fetch consumer's ack wait, at most 15 s.
+	keepAliveEvery time.Duration
 	Stats              Stats
 }
 
@@ -140,6 +143,13 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.life = ctx
+	// The ack wait is 2 x --fetch-timeout + 5 s: under 15 s for a fetch
+	// timeout under 5 s, when a fixed 15 s keep-alive would let the task
+	// be redelivered to another fetcher while this one still fetches.
+	s.keepAliveEvery = 15 * time.Second
+	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+		s.keepAliveEvery = min(s.keepAliveEvery, info.Config.AckWait/3)
+	}
 	s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), ipgate.Options{
 		Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second,
 	})
@@ -204,7 +214,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		s.Stats.Expired.Add(1)
 	} else {
 		stop := make(chan struct{})
-		go keepAlive(m, stop)
+		go keepAlive(m, s.keepAliveEvery, stop)
 		page, body, err := s.visit(ctx, task, &done)
 		close(stop)
 		if err != nil {
@@ -394,8 +404,11 @@ func (s *Service) record(task messages.FetchTask, why string) messages.Page {
 
 // keepAlive tells JetStream the task is being worked on while a slow fetch
 // runs, so it is not redelivered to another worker meanwhile.
-func keepAlive(m jetstream.Msg, stop <-chan struct{}) {
-	t := time.NewTicker(15 * time.Second)
+func keepAlive(m jetstream.Msg, every time.Duration, stop <-chan struct{}) {
+	if every <= 0 {
+		every = 15 * time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
