@@ -155,7 +155,7 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	d.closers = append(d.closers, st.Close)
 	d.Registry.MustRegister(st.Collectors()...) // trawler_store_commits_total, _writes_total
 	eo := bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen,
-		Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword}
+		Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, Log: log.With("lib", "nats-server")}
 	if w := listenWarning(listen, eo); w != "" {
 		log.Warn(w, "listen", listen)
 	}

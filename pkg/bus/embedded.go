@@ -5,6 +5,7 @@ package bus
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,9 @@ type EmbeddedOptions struct {
 	// Token or User and Password, when set, are required of every client,
 	// in-process ones included (ConnectEmbedded with EmbeddedAuth).
 	Token, User, Password string
+	// Log receives the server's warnings and errors (its notices at debug
+	// level); nil: the server logs nothing.
+	Log *slog.Logger
 }
 
 // Open reports whether the server accepts clients without credentials.
@@ -53,7 +57,7 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 		StoreDir:   filepath.Clean(o.StoreDir),
 		MaxPayload: EmbeddedMaxPayload,
 		NoSigs:     true,
-		NoLog:      true,
+		NoLog:      o.Log == nil,
 		DontListen: o.Listen == "",
 	}
 	switch {
@@ -75,6 +79,9 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	if o.Log != nil {
+		ns.SetLogger(serverLogger{o.Log}, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
