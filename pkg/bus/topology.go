@@ -38,6 +38,10 @@ type Topology struct {
 
 // Work streams use work-queue retention: a message stays until its one
 // consumer acks it, even if that consumer is not running yet.
+// DiscoveredDedupWindow is the duplicate window of the discovered stream,
+// whatever Topology.DedupWindow says (when that is longer).
+const DiscoveredDedupWindow = 5 * time.Second
+
 func (t Topology) streams() []jetstream.StreamConfig {
 	n := t.Names
 	parsedAge, parsedBytes := t.ParsedMaxAge, t.ParsedMaxBytes
@@ -70,8 +74,17 @@ func (t Topology) streams() []jetstream.StreamConfig {
 		// to remove a message.
 		parsed.Retention, parsed.Compression = jetstream.InterestPolicy, jetstream.NoCompression
 	}
+	// Discovered links need no long duplicate window: a batch published
+	// twice (a retry after a lost ack) costs dedup a second look, and its
+	// seen set drops the repeats. The server keeps every message ID for
+	// the window, and link batches are most of a crawl's messages (up to
+	// one per partition and page), so their window is short.
+	discovered := work(n.StreamDiscovered(), n.Prefix+".discovered.*", "discovered URLs by host partition, before dedup")
+	if t.DedupWindow <= 0 || t.DedupWindow > DiscoveredDedupWindow {
+		discovered.Duplicates = DiscoveredDedupWindow
+	}
 	return []jetstream.StreamConfig{
-		work(n.StreamDiscovered(), n.Prefix+".discovered.*", "discovered URLs by host partition, before dedup"),
+		discovered,
 		work(n.StreamFrontier(), n.Prefix+".frontier.*.*", "new URLs and finished fetches, by host partition"),
 		work(n.StreamFetch(), n.Prefix+".fetch.*", "fetch tasks, by host partition"),
 		{

@@ -51,6 +51,17 @@ func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
 			}
 		}
 	}
+	// Link batches keep their message IDs a short while; the other work
+	// streams the crawl's --dedup-window.
+	for _, sc := range topo.streams() {
+		want := topo.DedupWindow
+		if sc.Name == names.StreamDiscovered() {
+			want = DiscoveredDedupWindow
+		}
+		if s, _ := js.Stream(ctx, sc.Name); sc.Retention == jetstream.WorkQueuePolicy && s.CachedInfo().Config.Duplicates != want {
+			t.Errorf("stream %s: duplicate window %s, want %s", sc.Name, s.CachedInfo().Config.Duplicates, want)
+		}
+	}
 	// A changed setting is not the same.
 	want := topo.streams()[0]
 	want.Duplicates = 2 * time.Minute

@@ -241,7 +241,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "record URL fingerprint traces in this directory for 'trawler cachesim': dedup's full trace and the parser's cross subtrace (empty: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
-	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 700 bytes per page)")
+	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 230 bytes each; link batches at most 5s)")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
 	fs.DurationVar(&c.ParsedMaxAge, "parsed-max-age", 7*24*time.Hour, "keep parsed documents in pages.parsed this long for taps that attach later")
 	fs.Int64Var(&c.ParsedMaxBytes, "parsed-max-bytes", 1<<30, "keep at most this many bytes of parsed documents in pages.parsed (stored compressed); the oldest go first")
