@@ -531,7 +531,7 @@ func TestInFlightGaugeIsTheStoresCount(t *testing.T) {
 	h.done(tasks[1], false) // b: nothing more queued
 	agree(2)
 	h.handBack(tasks[2], "robots.txt unreachable") // c: back in its queue
-	h.done(tasks[0], false)                         // a: its second URL goes out
+	h.done(tasks[0], false)                        // a: its second URL goes out
 	for range 2 {
 		if _, _, ok := h.task(2 * time.Second); !ok {
 			t.Fatal("no task")
