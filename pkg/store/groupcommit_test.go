@@ -263,7 +263,10 @@ func groupCommitChild(path string) {
 // An early write hears its results before its commit, is not paced while
 // many writers are, and returns once its group is durable.
 func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
-	const interval = 400 * time.Millisecond
+	// Long, so that half of it tells paced from unpaced on a loaded
+	// machine (under -race, beside other packages, an fsync can take
+	// 200 ms).
+	const interval = 1500 * time.Millisecond
 	b := openGroupTest(t, interval)
 	g := b.writes
 	stop := make(chan struct{})
