@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,9 +19,27 @@ import (
 
 func trawler(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	var out, errOut lockedBuffer // the embedded server logs from its own goroutines
 	code := run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func TestRunCommandCrawlsAndReports(t *testing.T) {

@@ -1,11 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/trawlerhq/trawler/internal/app"
@@ -21,7 +21,7 @@ func TestEmbeddedListenWithTokenRefusesStrangers(t *testing.T) {
 	cfg := testConfig(t, nil)
 	cfg.NATSToken = "listen-s3cret"
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t)))
-	var logs bytes.Buffer
+	var logs logBuffer // the server logs from its own goroutines
 	d, err := app.OpenEmbedded(context.Background(), cfg, listen, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestEmbeddedListenWithTokenRefusesStrangers(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc.Close()
-	if bytes.Contains(logs.Bytes(), []byte("accepts anyone")) {
+	if strings.Contains(logs.String(), "accepts anyone") {
 		t.Errorf("warned about a loopback listener with a token:\n%s", logs.String())
 	}
 }

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -145,7 +144,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel2()
-	var logs bytes.Buffer
+	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{Progress: &logs}, log); err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
