@@ -445,6 +445,13 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 	if err != nil {
 		return nil, err
 	}
+	return r.popHeads(ctx, p, reqs, heads)
+}
+
+// popHeads is Pop once the head member of each requested host's queue is
+// known ("" = empty queue or invalid host): the script pops a host only if
+// its head is still that member.
+func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []string) ([]InFlight, error) {
 	keys := []string{r.metaKey(p), r.inflightKey(p), r.restKey(p), r.issuedKey(p), r.hostsKey(p)}
 	args := []any{r.currentLimits().HostBudget}
 	var cands []InFlight
