@@ -441,11 +441,8 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 	if err := r.check(ctx, p); err != nil {
 		return nil, err
 	}
-	heads, err := r.heads(ctx, p, reqs)
-	if err != nil {
-		return nil, err
-	}
-	return r.popHeads(ctx, p, reqs, heads)
+	res, err := r.step(ctx, p, StepRequest{Issue: reqs}, false)
+	return res.Tasks, err
 }
 
 // popHeads is Pop once the head member of each requested host's queue is
@@ -489,30 +486,6 @@ func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []strin
 			return nil, fmt.Errorf("store: pop from %s: bad script reply %d", r.base(p), i)
 		}
 		out = append(out, cands[i-1])
-	}
-	return out, nil
-}
-
-// heads reads the head member of each requested host's queue in one
-// pipeline ("" = empty queue or invalid host).
-func (r *Redis) heads(ctx context.Context, p int, reqs []Issue) ([]string, error) {
-	out := make([]string, len(reqs))
-	cmds := make([]*redis.StringSliceCmd, len(reqs))
-	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, req := range reqs {
-			if validHost(req.Host) == nil {
-				cmds[i] = pipe.ZRange(ctx, r.queueKey(p, req.Host), 0, 0)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range cmds {
-		if c != nil && len(c.Val()) > 0 {
-			out[i] = c.Val()[0]
-		}
 	}
 	return out, nil
 }
