@@ -108,21 +108,24 @@ for k = 0, e - 1 do
     end
   end
 end
-for _, f in ipairs(frees) do
-  local i = f[1]
-  redis.call('HDEL', KEYS[3], hosts[i])
-  if f[2] ~= '' then redis.call('HSET', KEYS[4], hosts[i], f[2]) end
-  if redis.call('ZCARD', KEYS[6 + i]) == 0 then redis.call('SREM', KEYS[2], hosts[i]) end
-end
+for _, f in ipairs(frees) do redis.call('HDEL', KEYS[3], hosts[f[1]]) end
 if batch then
   redis.call('HSET', KEYS[1], 'applied', ARGV[1])
-  for k = 0, m - 1 do
-    redis.call('ZADD', KEYS[6], ARGV[ma + k], ARGV[ma + k])
+  for k0 = 0, m - 1, 1000 do
+    local zs = {}
+    for k = k0, math.min(m, k0 + 1000) - 1 do
+      zs[#zs + 1] = ARGV[ma + k]
+      zs[#zs + 1] = ARGV[ma + k]
+    end
+    redis.call('ZADD', KEYS[6], unpack(zs))
   end
   if floor ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', floor) end
 end
 
-local out, issued, gone = {1}, 0, 0
+-- A host freed here and popped again at once needs no politeness time
+-- (the pop would delete it) nor the check of its queue: both are done after
+-- the pops, for the freed hosts that were not popped.
+local out, issued, gone, popped = {1}, 0, 0, {}
 for k = 1, n do
   local i = tonumber(ARGV[a])
   local host, q = hosts[i], KEYS[6 + i]
@@ -143,7 +146,7 @@ for k = 1, n do
           redis.call('ZREM', q, head)
           redis.call('HSET', KEYS[3], host, ARGV[a + 1] .. string.sub(data, #qpre + 1, s - 1) .. ',"attempt":' .. att .. ARGV[a + 3])
           redis.call('HINCRBY', KEYS[5], host, 1)
-          redis.call('HDEL', KEYS[4], host)
+          if freeing[i] then popped[i] = true else redis.call('HDEL', KEYS[4], host) end
           issued = issued + 1
           out[#out + 1] = k
         else
@@ -154,6 +157,13 @@ for k = 1, n do
     end
   end
   a = a + 4
+end
+for _, f in ipairs(frees) do
+  local i = f[1]
+  if not popped[i] then
+    if f[2] ~= '' then redis.call('HSET', KEYS[4], hosts[i], f[2]) end
+    if redis.call('ZCARD', KEYS[6 + i]) == 0 then redis.call('SREM', KEYS[2], hosts[i]) end
+  end
 end
 local queued = added - issued - gone
 if queued ~= 0 then redis.call('HINCRBY', KEYS[1], 'queued', queued) end

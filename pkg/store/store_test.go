@@ -704,6 +704,22 @@ func testRedisStepCorrupt(t *testing.T, addr string) {
 		t.Fatalf("step: %+v, %v", res, err)
 	}
 	wantStats(t, s, []int{0}, Stats{Queued: 0, InFlight: 1, Enqueued: 2})
+	if s.c.HExists(ctx, s.restKey(0), "a.example").Val() {
+		t.Error("a host freed and popped in one step kept a politeness time")
+	}
+	// Freed with its queue empty: its politeness time is kept, and it
+	// leaves the hosts set.
+	nb := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	res, err = s.Step(ctx, 0, StepRequest{Seq: 4, Done: []Done{{Host: "a.example", TaskID: "t2", NotBefore: nb}}, Issue: []Issue{issue("a.example", "t3")}})
+	if err != nil || !res.Applied || len(res.Tasks) != 0 {
+		t.Fatalf("step: %+v, %v", res, err)
+	}
+	if st := mustLoad(t, s, 0); len(st.Hosts) != 1 || !st.Hosts[0].NotBefore.Equal(nb) || st.Hosts[0].InFlight != nil {
+		t.Errorf("after freeing a host with nothing queued: %s", dump(st))
+	}
+	if s.c.SIsMember(ctx, s.hostsKey(0), "a.example").Val() {
+		t.Error("a host with nothing queued or in flight is still in the hosts set")
+	}
 }
 
 // TestRedisKeyLayout pins the documented key names (docs/store.md).
