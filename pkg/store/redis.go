@@ -35,10 +35,12 @@ import (
 //	                                   dropped, dropped_queue, head, tail
 //	<prefix>:{<prefix>:global}:budget  pages issued so far (crawl-wide)
 //
-// JSON is only ever written by Go: scripts move strings around and compare
-// them, and the Go side reads what it needs first (an optimistic read, then a
-// compare-and-set in the script). Since a partition has one owner at a time
-// the compare never fails in practice; if it does, that entry is left alone.
+// JSON is only ever encoded by Go: scripts move strings around, compare them
+// and, in a frontier step (stepScript, redis_step.go), splice Go's pieces of
+// an in-flight entry around a queue entry's link fields. Elsewhere the Go side
+// reads what it needs first (an optimistic read, then a compare-and-set in the
+// script). Since a partition has one owner at a time the compare never fails
+// in practice; if it does, that entry is left alone.
 type Redis struct {
 	c      redis.UniversalClient
 	prefix string
