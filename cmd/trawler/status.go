@@ -750,9 +750,25 @@ func givenUp(c map[string]float64) string {
 
 // givenUpLine says what g counts, in the words of the run summary.
 func givenUpLine(g givenUpReport) string {
-	hosts, deferred, lost := g.Hosts, g.Deferred, g.Lost
-	return fmt.Sprintf("%.0f hosts (robots.txt unreachable or name not resolving: their URLs failed, kind robots), %.0f URLs handed back unfetched over --max-deferrals (kind deferred), %.0f URLs whose result never came back (--max-attempts)",
-		hosts, deferred, lost)
+	var parts []string
+	if g.Hosts > 0 {
+		parts = append(parts, fmt.Sprintf("%s (robots.txt unreachable or name not resolving: their URLs failed, kind robots)", counted(g.Hosts, "host", "hosts")))
+	}
+	if g.Deferred > 0 {
+		parts = append(parts, fmt.Sprintf("%s handed back unfetched over --max-deferrals (kind deferred)", counted(g.Deferred, "URL", "URLs")))
+	}
+	if g.Lost > 0 {
+		parts = append(parts, fmt.Sprintf("%s whose result never came back (--max-attempts, kind lost)", counted(g.Lost, "URL", "URLs")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// counted is n with its noun, singular for 1.
+func counted(n float64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%.0f %s", n, many)
 }
 
 // droppedLine says what the per-host limits dropped, by reason; "" when

@@ -116,6 +116,7 @@ func Topology(cfg config.Config, names subjects.Names) bus.Topology {
 		// A task may wait in the pull buffer for one fetch, then take one.
 		FetchAck:     cfg.FetchAckWait(),
 		ParsedMaxAge: cfg.ParsedMaxAge, ParsedMaxBytes: cfg.ParsedMaxBytes,
+		ParsedInterest: cfg.ParsedRetention == "interest",
 	}
 }
 
@@ -140,6 +141,11 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	}
 	if d.Config.PartitionCount, err = settleRunPartitions(cfg); err != nil {
 		return nil, err
+	}
+	if d.Config.ParsedRetention == "" {
+		// One process writes --out and --archive from pages.parsed: keep a
+		// document until they have it, not for a week (docs/configuration.md).
+		d.Config.ParsedRetention = "interest"
 	}
 	cfg = d.Config
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {

@@ -25,10 +25,23 @@ type Topology struct {
 	// 7 days and 1 GiB).
 	ParsedMaxAge   time.Duration
 	ParsedMaxBytes int64
+	// ParsedInterest keeps a parsed document only until every durable
+	// consumer of the stream (the --out writer, the archive's, durable taps)
+	// acked it, the limits above still applying as a ceiling; with none, a
+	// document is not stored at all. The all-in-one mode's default: there
+	// the documents carry the page's text for --out, and a stream that keeps
+	// a gigabyte of them wrote them all to disk, and, once at its byte
+	// limit, decompressed and rewrote a block for every document dropped
+	// from its head (2 GiB of RSS at 100,000 pages, docs/benchmarks.md).
+	ParsedInterest bool
 }
 
 // Work streams use work-queue retention: a message stays until its one
 // consumer acks it, even if that consumer is not running yet.
+// DiscoveredDedupWindow is the duplicate window of the discovered stream,
+// whatever Topology.DedupWindow says (when that is longer).
+const DiscoveredDedupWindow = 5 * time.Second
+
 func (t Topology) streams() []jetstream.StreamConfig {
 	n := t.Names
 	parsedAge, parsedBytes := t.ParsedMaxAge, t.ParsedMaxBytes
@@ -45,8 +58,33 @@ func (t Topology) streams() []jetstream.StreamConfig {
 			Duplicates: t.DedupWindow,
 		}
 	}
+	parsed := jetstream.StreamConfig{
+		// Limits retention: a tap may attach later and replay what is
+		// kept. Compressed (S2) at rest, since it is kept: parsed
+		// documents are text and URLs, a third or less of their size.
+		Name: n.StreamParsed(), Subjects: []string{n.PagesParsed()},
+		Description: "parsed pages: JSON documents with outlinks",
+		Retention:   jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+		MaxAge: parsedAge, MaxBytes: parsedBytes, Discard: jetstream.DiscardOld,
+		Duplicates: t.DedupWindow, Compression: jetstream.S2Compression,
+	}
+	if t.ParsedInterest {
+		// Kept for seconds: not compressed, as a compressed block is
+		// written twice (raw, then compressed once full) and decompressed
+		// to remove a message.
+		parsed.Retention, parsed.Compression = jetstream.InterestPolicy, jetstream.NoCompression
+	}
+	// Discovered links need no long duplicate window: a batch published
+	// twice (a retry after a lost ack) costs dedup a second look, and its
+	// seen set drops the repeats. The server keeps every message ID for
+	// the window, and link batches are most of a crawl's messages (up to
+	// one per partition and page), so their window is short.
+	discovered := work(n.StreamDiscovered(), n.Prefix+".discovered.*", "discovered URLs by host partition, before dedup")
+	if t.DedupWindow <= 0 || t.DedupWindow > DiscoveredDedupWindow {
+		discovered.Duplicates = DiscoveredDedupWindow
+	}
 	return []jetstream.StreamConfig{
-		work(n.StreamDiscovered(), n.Prefix+".discovered.*", "discovered URLs by host partition, before dedup"),
+		discovered,
 		work(n.StreamFrontier(), n.Prefix+".frontier.*.*", "new URLs and finished fetches, by host partition"),
 		work(n.StreamFetch(), n.Prefix+".fetch.*", "fetch tasks, by host partition"),
 		{
@@ -57,16 +95,7 @@ func (t Topology) streams() []jetstream.StreamConfig {
 			Retention:   jetstream.InterestPolicy, Storage: jetstream.FileStorage,
 			Duplicates: t.DedupWindow,
 		},
-		{
-			// Limits retention: a tap may attach later and replay what is
-			// kept. Compressed (S2) at rest, since it is kept: parsed
-			// documents are text and URLs, a third or less of their size.
-			Name: n.StreamParsed(), Subjects: []string{n.PagesParsed()},
-			Description: "parsed pages: JSON documents with outlinks",
-			Retention:   jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
-			MaxAge: parsedAge, MaxBytes: parsedBytes, Discard: jetstream.DiscardOld,
-			Duplicates: t.DedupWindow, Compression: jetstream.S2Compression,
-		},
+		parsed,
 		{
 			Name: n.StreamDLQ(), Subjects: []string{n.Prefix + ".dlq.*"},
 			Description: "dead letters: messages a service could not process, with the reason",

@@ -51,6 +51,17 @@ func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
 			}
 		}
 	}
+	// Link batches keep their message IDs a short while; the other work
+	// streams the crawl's --dedup-window.
+	for _, sc := range topo.streams() {
+		want := topo.DedupWindow
+		if sc.Name == names.StreamDiscovered() {
+			want = DiscoveredDedupWindow
+		}
+		if s, _ := js.Stream(ctx, sc.Name); sc.Retention == jetstream.WorkQueuePolicy && s.CachedInfo().Config.Duplicates != want {
+			t.Errorf("stream %s: duplicate window %s, want %s", sc.Name, s.CachedInfo().Config.Duplicates, want)
+		}
+	}
 	// A changed setting is not the same.
 	want := topo.streams()[0]
 	want.Duplicates = 2 * time.Minute
@@ -60,5 +71,75 @@ func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
 	}
 	if err := topo.Ensure(ctx, js); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With ParsedInterest, pages.parsed keeps a document only until its durable
+// consumers acked it, stores none while it has no consumer, and a stream
+// created with limits retention (a data dir of an older run) is switched
+// over by Ensure.
+func TestParsedInterestRetention(t *testing.T) {
+	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := ConnectEmbedded(ns, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	names, _ := subjects.New("topo")
+	ctx := context.Background()
+	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	topo.ParsedInterest = true
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, names.StreamParsed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; c.Retention != jetstream.InterestPolicy || c.Compression != jetstream.NoCompression {
+		t.Fatalf("parsed stream after Ensure: retention %v, compression %v", c.Retention, c.Compression)
+	}
+	count := func() uint64 {
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	if _, err := js.Publish(ctx, names.PagesParsed(), []byte(`{"url":"http://a.test/"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d documents kept with no consumer", n)
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, names.StreamParsed(), jetstream.ConsumerConfig{Durable: "out", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, names.PagesParsed(), []byte(`{"url":"http://b.test/"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d documents kept for a consumer that has not read it, want 1", n)
+	}
+	msgs, err := c.Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range msgs.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d documents kept after the ack", n)
 	}
 }

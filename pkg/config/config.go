@@ -146,7 +146,12 @@ type Config struct {
 	// for taps that attach later, oldest dropped first; default 7 days, 1 GiB
 	ParsedMaxAge   time.Duration
 	ParsedMaxBytes int64
-	Progress       bool // --progress: live progress line on stderr (run), default true
+	// --parsed-retention: limits (keep documents up to ParsedMaxAge and
+	// ParsedMaxBytes for taps that attach later) or interest (keep each
+	// until every durable consumer acked it, those limits as a ceiling).
+	// Empty: interest in run (OpenEmbedded sets it), limits for the services.
+	ParsedRetention string
+	Progress        bool // --progress: live progress line on stderr (run), default true
 
 	// Archive (run, archive): WARC files of pages.fetched and JSON Lines of
 	// pages.parsed go to this directory (services/archive).
@@ -236,10 +241,11 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "record URL fingerprint traces in this directory for 'trawler cachesim': dedup's full trace and the parser's cross subtrace (empty: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
-	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 700 bytes per page)")
+	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 230 bytes each; link batches at most 5s)")
 	fs.StringVar(&c.Out, "out", "", "write one JSON object per fetched URL to this file (JSON Lines; run)")
 	fs.DurationVar(&c.ParsedMaxAge, "parsed-max-age", 7*24*time.Hour, "keep parsed documents in pages.parsed this long for taps that attach later")
 	fs.Int64Var(&c.ParsedMaxBytes, "parsed-max-bytes", 1<<30, "keep at most this many bytes of parsed documents in pages.parsed (stored compressed); the oldest go first")
+	fs.StringVar(&c.ParsedRetention, "parsed-retention", "", "how long pages.parsed keeps a document: limits (up to --parsed-max-age and --parsed-max-bytes, for taps that attach later) or interest (until every durable consumer acked it); default interest in run, limits for the services")
 	fs.BoolVar(&c.ParsedText, "parsed-text", false, "put each page's visible text in the parsed documents of pages.parsed (parser; default: metadata and links only; run turns it on with --out or --archive)")
 	fs.StringVar(&c.Archive, "archive", "", "write WARC files of every fetched page and JSON Lines of parsed pages to this directory (run, archive)")
 	fs.Int64Var(&c.ArchiveMaxSize, "archive-max-size", 1<<30, "complete an archive file once it has this many bytes")
@@ -379,6 +385,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--dedup-cache %q: want clock, lru, random or static", c.DedupCache))
+	}
+	switch c.ParsedRetention {
+	case "", "limits", "interest":
+	default:
+		errs = append(errs, fmt.Errorf("--parsed-retention %q: want limits or interest", c.ParsedRetention))
 	}
 	if c.SplitterCacheSize < 0 {
 		errs = append(errs, errors.New("--splitter-cache-size must not be negative"))

@@ -391,7 +391,17 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 			dropped += uint64(d)
 			continue
 		}
+		derived := r.TaskID == ""
 		key, val := queueHead(queue, r.Host)
+		if r.Next != nil {
+			// The reserved entry, published already: that one or none.
+			key, val = nil, nil
+			if k := r.Next.Key; derived && len(k) == len(r.Host)+queueKeyTail && string(k[:len(r.Host)]) == r.Host {
+				if v := queue.Get(k); v != nil {
+					key, val = k, v
+				}
+			}
+		}
 		if key == nil {
 			continue
 		}
@@ -399,7 +409,7 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		if err := json.Unmarshal(val, &q); err != nil {
 			return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
 		}
-		if r.TaskID == "" {
+		if derived {
 			r.TaskID = DerivedTaskID(p, key, q)
 		}
 		in := newInFlight(p, q, r)
@@ -418,6 +428,17 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		}
 		if err := rest.Delete([]byte(r.Host)); err != nil {
 			return nil, err
+		}
+		if derived && (b.limits.HostBudget <= 0 || n+1 < uint64(b.limits.HostBudget)) {
+			// The reservation: the host's head now, which its next pop
+			// will take unless a URL ranked above it arrives first.
+			if k, v := queueHead(queue, r.Host); k != nil {
+				var nq Queued
+				if err := json.Unmarshal(v, &nq); err != nil {
+					return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, k, err)
+				}
+				in.Next = &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, nq), Queued: nq}
+			}
 		}
 		out = append(out, in)
 	}

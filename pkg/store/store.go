@@ -9,6 +9,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -58,6 +59,38 @@ type Queued struct {
 type InFlight struct {
 	Task       messages.FetchTask `json:"task"`
 	LeaseUntil time.Time          `json:"lease_until"`
+	// Next is the host's next queue entry as the pop that issued this task
+	// left it, when the store reads it (bbolt, derived task IDs, the host's
+	// budget not spent by the next pop); nil otherwise. Not stored.
+	Next *Next `json:"-"`
+}
+
+// Next is a host's next queue entry, read by the pop that issued the host's
+// task (a reservation). The frontier may publish it as the host's next task
+// as soon as that task is done, before any write records it; the write that
+// records it then pops exactly this entry (Issue.Next), under the same
+// derived ID. See docs/frontier.md, "The reserved next task".
+type Next struct {
+	Key    []byte // the entry's queue key (host, rank, order)
+	TaskID string // DerivedTaskID of the entry
+	Queued Queued
+}
+
+// Task is the task that popping n for r records: the same, field for
+// field, as the store's.
+func (n *Next) Task(p int, r Issue) InFlight {
+	r.TaskID = n.TaskID
+	return newInFlight(p, n.Queued, r)
+}
+
+// Outranked tells whether a URL l queued for the host would go before n:
+// ranked strictly above it (a shorter depth, or a higher score). A URL of
+// the same rank goes after it (arrival order).
+func (n *Next) Outranked(l messages.Link) bool {
+	if len(n.Key) < 16 {
+		return true
+	}
+	return rank(l) < binary.BigEndian.Uint64(n.Key[len(n.Key)-16:])
 }
 
 // Done frees a host whose task finished.
@@ -81,6 +114,12 @@ type Issue struct {
 	Deadline   time.Time
 	LeaseUntil time.Time
 	NotBefore  time.Time // zero, or the earliest start of the request
+	// Next, when set (bbolt only; from the host's task in flight before,
+	// InFlight.Next), is the entry to pop instead of the head, under its
+	// derived ID; TaskID must be empty. If the entry is gone (which the
+	// frontier's rules prevent) the host is skipped: its task was published
+	// already, so popping another entry would put a second one in flight.
+	Next *Next
 }
 
 // HostState is a host with queued URLs, a task in flight or a politeness

@@ -87,7 +87,7 @@ type Service struct {
 	// keepAliveEvery is how often a task in hand is reported in progress:
 	// a third of the fetch consumer's ack wait, at most 15 s.
 	keepAliveEvery time.Duration
-	Stats              Stats
+	Stats          Stats
 }
 
 // New wires a fetcher replica; Run starts it.

@@ -107,6 +107,9 @@ type Stats struct {
 	// Deferred counts tasks handed back unfetched; DeferredOut the URLs
 	// that were handed back too often (MaxDeferrals) and ended as failed.
 	Deferred, DeferredOut atomic.Int64
+	// Reserved counts tasks published from a host's reservation, before
+	// the write that records them (part of Issued).
+	Reserved atomic.Int64
 }
 
 // DefaultMaxDeferrals is MaxDeferrals when it is left 0.
@@ -172,6 +175,7 @@ func New(o Options) *Service {
 		bus.RegisterCounters(o.Registerer, "frontier",
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
+			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
 			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks, ended with a page record of kind lost.", Value: &s.Stats.Dropped},
@@ -216,6 +220,12 @@ type host struct {
 	nextAt    time.Time // politeness: earliest time of the next request
 	scheduled bool      // an entry for it is in the ready heap
 	failures  int       // consecutive fetches without an answer or with a 5xx
+	// next is the host's reserved next task (store.Next), read by the
+	// pop of its task in flight, in a write already durable: published as
+	// soon as the host is due again, before the write that records it.
+	// Dropped when a URL ranked above it arrives or the task in flight
+	// goes back to the queue; memory only (none after a restart).
+	next *store.Next
 }
 
 type partition struct {
@@ -493,6 +503,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			}
 		}
 		req := store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: pt.issues(due, now)}
+		pt.publishReserved(ctx, req.Issue)
 		var res store.StepResult
 		var sent bool // the tasks went out before the step was durable
 		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
@@ -511,7 +522,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			return pt.load(ctx)
 		}
 		pt.applied++
-		if err := pt.issued(ctx, due, res.Tasks, now, sent); err != nil {
+		if err := pt.issued(ctx, due, req.Issue, res.Tasks, now, sent); err != nil {
 			return err
 		}
 		for _, fd := range again {
@@ -617,6 +628,9 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, fre
 	for _, q := range enq {
 		h := pt.host(q.Host)
 		h.queued++
+		if h.next != nil && h.next.Outranked(q.Link) {
+			h.next = nil // the queue's head is no longer the reserved entry
+		}
 		pt.s.Stats.Enqueued.Add(1)
 		pt.schedule(h, now)
 	}
@@ -663,6 +677,7 @@ func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAtt
 		return nil, err
 	}
 	task := h.inFlight
+	h.next = nil // a requeued URL goes before it
 	if requeued {
 		h.queued++
 		task = nil
@@ -806,13 +821,14 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 	var tasks []store.InFlight
 	var sent bool
 	reqs := pt.issues(due, now) // the same task IDs on a retry
+	pt.publishReserved(ctx, reqs)
 	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
 		tasks, err = store.PopEarly(ctx, pt.s.o.Store, pt.p, reqs, func(t []store.InFlight) { sent = pt.publishEarly(ctx, t) })
 		return err
 	}); err != nil {
 		return err
 	}
-	return pt.issued(ctx, due, tasks, now, sent)
+	return pt.issued(ctx, due, reqs, tasks, now, sent)
 }
 
 // due takes the hosts whose politeness gap has passed (or ends within
@@ -870,17 +886,51 @@ func (pt *partition) issues(due []string, now time.Time) []store.Issue {
 			id = "" // derived by the store from the queue entry
 		}
 		reqs[i] = store.Issue{Host: name, TaskID: id, IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
-		if h := pt.hosts[name]; h.nextAt.After(now) {
+		h := pt.hosts[name]
+		if h.nextAt.After(now) {
 			reqs[i].NotBefore = h.nextAt
 			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
 		}
+		if pt.s.early && h.next != nil {
+			reqs[i].Next = h.next
+		}
+		h.next = nil // used, or to be read again by this pop
 	}
 	return reqs
 }
 
-// issued records the tasks popped for the due hosts in memory and publishes
-// them.
-func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InFlight, now time.Time, sent bool) error {
+// publishReserved publishes the reserved tasks of reqs (Issue.Next) before
+// the write that records them, once, and remembers their IDs in published
+// so that neither the early hand-over nor issued publishes them again. A
+// task that did not go out is published with the others after the pop,
+// under the same message ID. Crash safety: docs/frontier.md ("The reserved
+// next task").
+func (pt *partition) publishReserved(ctx context.Context, reqs []store.Issue) {
+	var tasks []store.InFlight
+	for _, r := range reqs {
+		if r.Next != nil {
+			tasks = append(tasks, r.Next.Task(pt.p, r))
+		}
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	msgs, ids := pt.taskMsgs(tasks)
+	if bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) != nil {
+		return
+	}
+	if pt.published == nil {
+		pt.published = map[string]bool{}
+	}
+	for _, t := range tasks {
+		pt.published[t.Task.ID] = true
+	}
+	pt.s.Stats.Reserved.Add(int64(len(tasks)))
+}
+
+// issued records the tasks popped for the due hosts (reqs) in memory, with
+// their hosts' reservations, and publishes them.
+func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issue, tasks []store.InFlight, now time.Time, sent bool) error {
 	if len(due) == 0 {
 		return nil
 	}
@@ -889,8 +939,16 @@ func (pt *partition) issued(ctx context.Context, due []string, tasks []store.InF
 		h := pt.host(tasks[i].Task.Host)
 		h.queued--
 		pt.setTask(h, &tasks[i])
+		h.next = tasks[i].Next
 		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
+	}
+	for _, r := range reqs {
+		if r.Next != nil && !issued[r.Host] {
+			// Cannot happen while the reservation rules hold (see
+			// host.next): the store no longer had the entry published.
+			pt.log.Error("a reserved task was published but its queue entry was gone; its fetch will be a stale report", "host", r.Host, "task", r.Next.TaskID, "url", r.Next.Queued.Link.URL)
+		}
 	}
 	for _, name := range due {
 		if h := pt.hosts[name]; h != nil && !issued[name] {

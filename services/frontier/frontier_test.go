@@ -531,7 +531,7 @@ func TestInFlightGaugeIsTheStoresCount(t *testing.T) {
 	h.done(tasks[1], false) // b: nothing more queued
 	agree(2)
 	h.handBack(tasks[2], "robots.txt unreachable") // c: back in its queue
-	h.done(tasks[0], false)                         // a: its second URL goes out
+	h.done(tasks[0], false)                        // a: its second URL goes out
 	for range 2 {
 		if _, _, ok := h.task(2 * time.Second); !ok {
 			t.Fatal("no task")
@@ -567,5 +567,52 @@ func TestNothingSentRestsTheHostNoMore(t *testing.T) {
 	servfail := messages.FetchDone{Host: "nowhere.test", Error: "lookup nowhere.test: server misbehaving", ErrorKind: "dns", Duration: 3 * time.Millisecond}
 	if got := pt.restUntil(servfail, now); !got.After(now.Add(s.o.Delay)) {
 		t.Errorf("after a failing name server: rest until now+%v, want the failure backoff, over the %v delay", got.Sub(now), s.o.Delay)
+	}
+}
+
+// A host's next task is published from its reservation (read at the
+// previous pop) when its done comes; a URL ranked above the reserved one
+// that arrives meanwhile drops the reservation and goes first.
+func TestReservedNextTask(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueueLinks(
+		messages.Link{URL: "http://a.example/1", Depth: 2},
+		messages.Link{URL: "http://a.example/2", Depth: 2},
+		messages.Link{URL: "http://a.example/3", Depth: 2},
+	)
+	var got []string
+	next := func() messages.FetchTask {
+		t.Helper()
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("only %v issued", got)
+		}
+		got = append(got, task.URL)
+		return task
+	}
+	first := next()
+	h.done(first, false)
+	second := next() // from the reservation
+	if n := h.svc.Stats.Reserved.Load(); n != 1 {
+		t.Errorf("reserved tasks = %d after the second, want 1", n)
+	}
+	h.enqueueLinks(messages.Link{URL: "http://a.example/shallow", Depth: 1})
+	// Let the new URL be applied before the done, in its own step.
+	deadline := time.Now().Add(3 * time.Second)
+	for h.svc.Stats.Enqueued.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.done(second, false)
+	h.done(next(), false)
+	h.done(next(), false)
+	want := []string{"http://a.example/1", "http://a.example/2", "http://a.example/shallow", "http://a.example/3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("issued %v, want %v", got, want)
+	}
+	if n := h.svc.Stats.Reserved.Load(); n != 2 {
+		t.Errorf("reserved tasks = %d, want 2 (the shallow URL dropped one reservation)", n)
+	}
+	if _, _, ok := h.task(200 * time.Millisecond); ok {
+		t.Error("a fifth task")
 	}
 }
