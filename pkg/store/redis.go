@@ -35,10 +35,12 @@ import (
 //	                                   dropped, dropped_queue, head, tail
 //	<prefix>:{<prefix>:global}:budget  pages issued so far (crawl-wide)
 //
-// JSON is only ever written by Go: scripts move strings around and compare
-// them, and the Go side reads what it needs first (an optimistic read, then a
-// compare-and-set in the script). Since a partition has one owner at a time
-// the compare never fails in practice; if it does, that entry is left alone.
+// JSON is only ever encoded by Go: scripts move strings around, compare them
+// and, in a frontier step (stepScript, redis_step.go), splice Go's pieces of
+// an in-flight entry around a queue entry's link fields. Elsewhere the Go side
+// reads what it needs first (an optimistic read, then a compare-and-set in the
+// script). Since a partition has one owner at a time the compare never fails
+// in practice; if it does, that entry is left alone.
 type Redis struct {
 	c      redis.UniversalClient
 	prefix string
@@ -441,10 +443,14 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 	if err := r.check(ctx, p); err != nil {
 		return nil, err
 	}
-	heads, err := r.heads(ctx, p, reqs)
-	if err != nil {
-		return nil, err
-	}
+	res, err := r.step(ctx, p, StepRequest{Issue: reqs}, false)
+	return res.Tasks, err
+}
+
+// popHeads is Pop once the head member of each requested host's queue is
+// known ("" = empty queue or invalid host): the script pops a host only if
+// its head is still that member.
+func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []string) ([]InFlight, error) {
 	keys := []string{r.metaKey(p), r.inflightKey(p), r.restKey(p), r.issuedKey(p), r.hostsKey(p)}
 	args := []any{r.currentLimits().HostBudget}
 	var cands []InFlight
@@ -482,30 +488,6 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 			return nil, fmt.Errorf("store: pop from %s: bad script reply %d", r.base(p), i)
 		}
 		out = append(out, cands[i-1])
-	}
-	return out, nil
-}
-
-// heads reads the head member of each requested host's queue in one
-// pipeline ("" = empty queue or invalid host).
-func (r *Redis) heads(ctx context.Context, p int, reqs []Issue) ([]string, error) {
-	out := make([]string, len(reqs))
-	cmds := make([]*redis.StringSliceCmd, len(reqs))
-	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, req := range reqs {
-			if validHost(req.Host) == nil {
-				cmds[i] = pipe.ZRange(ctx, r.queueKey(p, req.Host), 0, 0)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range cmds {
-		if c != nil && len(c.Val()) > 0 {
-			out[i] = c.Val()[0]
-		}
 	}
 	return out, nil
 }
