@@ -9,9 +9,29 @@ import (
 )
 
 // Compression bombs: 50 MiB of zeros in each coding the fetcher decodes,
-// built once. The same construction as services/fetcher's tests.
+// built once; the fetcher's own tests use them too (Bomb).
 
 const bombMiB = 50
+
+// BombBytes is what every bomb decodes to: 50 MiB of zeros.
+const BombBytes = bombMiB << 20
+
+// Bomb returns the bomb in a Content-Encoding: gzip, deflate (zlib
+// framing), deflate-raw (a raw deflate stream, as some servers send for
+// "deflate") or br; nil for any other.
+func Bomb(encoding string) []byte {
+	switch encoding {
+	case "gzip":
+		return gzipBomb()
+	case "deflate":
+		return zlibBomb()
+	case "deflate-raw":
+		return rawBomb()
+	case "br":
+		return []byte(brotliBomb)
+	}
+	return nil
+}
 
 var (
 	rawBomb  = sync.OnceValue(func() []byte { return zeroDeflate(bombMiB) })

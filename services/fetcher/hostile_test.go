@@ -9,11 +9,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log"
 	"net"
@@ -31,6 +29,7 @@ import (
 	"time"
 
 	"github.com/andybalholm/brotli"
+	"github.com/trawlerhq/trawler/internal/hostileweb"
 )
 
 // Hostile servers: each case must end in a clear error or a sane response,
@@ -226,63 +225,11 @@ func TestHostileEndlessBody(t *testing.T) {
 
 // bombs are 50 MiB of zeros in each coding we accept, built once.
 var bombs = map[string]func() []byte{
-	"gzip":           gzipBomb,
-	"deflate (zlib)": sync.OnceValue(func() []byte { return zlibWrap(zeroDeflate(bombMiB), bombMiB<<20) }),
-	"deflate (raw)":  sync.OnceValue(func() []byte { return zeroDeflate(bombMiB) }),
-	"br":             func() []byte { return []byte(brotliBomb) },
+	"gzip":           func() []byte { return hostileweb.Bomb("gzip") },
+	"deflate (zlib)": func() []byte { return hostileweb.Bomb("deflate") },
+	"deflate (raw)":  func() []byte { return hostileweb.Bomb("deflate-raw") },
+	"br":             func() []byte { return hostileweb.Bomb("br") },
 }
-
-const bombMiB = 50
-
-// zeroDeflate returns a raw deflate stream of mib MiB of zeros. Compressing
-// 50 MiB takes seconds under -race, so it compresses two MiB, each ended by a
-// sync flush (byte-aligned, non-final blocks), and repeats the second: it only
-// copies zeros from the window, so it decodes to one more MiB wherever it is.
-func zeroDeflate(mib int) []byte {
-	var b bytes.Buffer
-	w, _ := flate.NewWriter(&b, flate.BestSpeed)
-	zeros := make([]byte, 1<<20)
-	w.Write(zeros)
-	w.Flush()
-	first := b.Len()
-	w.Write(zeros)
-	w.Flush()
-	second := b.Len()
-	w.Close() // the final, empty block
-	all := b.Bytes()
-	out := append([]byte(nil), all[:second]...)
-	for i := 2; i < mib; i++ {
-		out = append(out, all[first:second]...)
-	}
-	return append(out, all[second:]...)
-}
-
-// gzipWrap and zlibWrap frame a raw deflate stream of n zero bytes.
-func gzipWrap(raw []byte, n int) []byte {
-	crc := uint32(0)
-	zeros := make([]byte, 1<<20)
-	for left := n; left > 0; left -= len(zeros) {
-		crc = crc32.Update(crc, crc32.IEEETable, zeros[:min(left, len(zeros))])
-	}
-	out := append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}, raw...)
-	out = binary.LittleEndian.AppendUint32(out, crc)
-	return binary.LittleEndian.AppendUint32(out, uint32(n))
-}
-
-func zlibWrap(raw []byte, n int) []byte {
-	out := append([]byte{0x78, 0x01}, raw...)
-	// Adler-32 of n zeros: a stays 1, b adds it n times.
-	return binary.BigEndian.AppendUint32(out, uint32(n%65521)<<16|1)
-}
-
-// brotliBomb is 52428800 zero bytes (50 MiB), brotli-compressed (89 bytes, a
-// 4 MiB window). Compressing them takes 10s under -race, so here is the
-// output of:
-//
-//	w := brotli.NewWriterLevel(&b, 4)
-//	for i := 0; i < 50; i++ { w.Write(make([]byte, 1<<20)) }
-//	w.Close()
-const brotliBomb = "\xcb\xff\xff?\x00$\x00\xe2\xb1@r\xef\xff\xf8\xff\xff\a\x80\x04@\x1c\x16\x80\xee\xfd\x1f\xff\xff\xff\x00\x90\x00\x88\xc3\x02\xd0\xbd\xff\xe3\xff\xff\x1f\x00\x12\x00qX\x00\xba\xf7\x7f\xfc\xff\xff\x03@\x02 \x0e\v@\xf7\xfe\x8f\xff\xff\x7f\x00H\x00\xc4a\x01\xe8\xde\xff\xe5\xff\xff\a\x00\t\x808,\x00\xdd\xfb\x0f"
 
 func TestHostileCompressionBombs(t *testing.T) {
 	ok := okServer(t)

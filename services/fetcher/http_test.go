@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/internal/hostileweb"
 )
 
 // newClient returns a client that may reach the tests' 127.0.0.1 servers
@@ -261,11 +263,8 @@ func TestFetchBodyCap(t *testing.T) {
 	}
 }
 
-// gzipBomb is 50 MiB of zeros, gzipped to about 65 KB (see zeroDeflate).
-var gzipBomb = sync.OnceValue(func() []byte { return gzipWrap(zeroDeflate(bombMiB), bombMiB<<20) })
-
 func TestFetchGzipBomb(t *testing.T) {
-	bomb := gzipBomb()
+	bomb := hostileweb.Bomb("gzip") // 50 MiB of zeros in about 65 KB
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "text/html")
