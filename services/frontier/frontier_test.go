@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,5 +615,107 @@ func TestReservedNextTask(t *testing.T) {
 	}
 	if _, _, ok := h.task(200 * time.Millisecond); ok {
 		t.Error("a fifth task")
+	}
+}
+
+// slowSteps is a bbolt store whose steps wait for a gate while it is
+// closed: a step pending for as long as the test likes.
+type slowSteps struct {
+	*store.Bolt
+	closed atomic.Bool
+	gate   chan struct{}
+}
+
+func (s *slowSteps) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	if s.closed.Load() {
+		<-s.gate
+	}
+	return s.Bolt.StepEarly(ctx, p, r, early)
+}
+
+// While a step is pending, a done report of a task recorded by a committed
+// step publishes the host's reserved task at once; the done report of that
+// task (not yet recorded) waits until its record is durable, and then the
+// host goes on; nothing is issued twice and the store ends empty.
+func TestDoneWhileAStepIsPending(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
+	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	next := func(want string) messages.FetchTask {
+		t.Helper()
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("no task, want %s", want)
+		}
+		if task.URL != want {
+			t.Fatalf("task %s, want %s", task.URL, want)
+		}
+		return task
+	}
+	a1 := next("http://a.example/1")
+	st.closed.Store(true)
+	h.enqueue("http://b.example/1") // its step waits at the gate
+	deadline := time.Now().Add(3 * time.Second)
+	for svc.Stats.Enqueued.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.done(a1, false)
+	a2 := next("http://a.example/2") // published while the step waits
+	h.done(a2, false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("%s issued before the task it follows was recorded", task.URL)
+	}
+	st.closed.Store(false)
+	close(st.gate)
+	got := map[string]messages.FetchTask{}
+	for range 2 {
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("only %v issued after the gate opened", got)
+		}
+		got[task.URL] = task
+	}
+	for _, u := range []string{"http://b.example/1", "http://a.example/3"} {
+		if _, ok := got[u]; !ok {
+			t.Errorf("%s not issued (got %v)", u, got)
+		}
+		h.done(got[u], false)
+	}
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a further task: %s", task.URL)
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		s, err := b.Stats(context.Background(), []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InFlight == 0 && s.Queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store not empty: %+v", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := svc.Stats.Reserved.Load(); n < 2 {
+		t.Errorf("reserved tasks = %d, want 2 or more", n)
 	}
 }
