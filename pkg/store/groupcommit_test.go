@@ -297,7 +297,7 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 		}, func() {
 			ranAt = time.Since(start)
 			commitsAtRan = g.commits.Load()
-		})
+		}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestGroupCommitEarlyWriteFails(t *testing.T) {
 	b := openGroupTest(t, -1)
 	boom := errors.New("boom")
 	ran := false
-	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }); !errors.Is(err, boom) || ran {
+	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }, true); !errors.Is(err, boom) || ran {
 		t.Fatalf("err %v, ran %v", err, ran)
 	}
 }
@@ -355,7 +355,7 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 			hears++
 			mu.Unlock()
 			close(heard)
-		})
+		}, true)
 	}()
 	waitPending(t, g, 1)
 	boom := errors.New("boom")

@@ -230,6 +230,10 @@ type host struct {
 	// while a step was pending, and the write that records it has not
 	// committed yet; its done report waits (partition.held) until it has.
 	unrecorded bool
+	// rest is the politeness gap its last done report gave it (zero before
+	// one): a host that rests less than the group commit's pacing needs
+	// the step recording its task committed at once (urgent).
+	rest time.Duration
 }
 
 type partition struct {
@@ -261,11 +265,18 @@ type partition struct {
 	carry []jetstream.Msg
 	pre   []preDone
 	held  []heldDone
+	// arrived: when the done reports in carry and held came, by stream
+	// sequence; their host's rest counts from then, not from their step.
+	arrived map[uint64]time.Time
+	// later: hosts that came due while a step was pending without a
+	// reservation; their pop needs a write, so they wait for the step.
+	later []string
 }
 
 // preDone is a done report taken while a step was pending: its host was
 // freed in memory and its reserved task published; the next step applies
-// the done and records the task (issue).
+// the done and records the task (issue). Without msg it is a host that came
+// due on the timer (takeDue): only the issue.
 type preDone struct {
 	msg   jetstream.Msg
 	seq   uint64
@@ -349,6 +360,11 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 			if err := pt.expireLeases(work, now); err != nil {
 				return err
 			}
+			// Due hosts with a reservation go out now and are recorded
+			// by a step that waits for company; the others are popped
+			// by an urgent write, as before.
+			pt.takeDue(work, now)
+			pt.reschedule(now)
 			var err error
 			if len(pt.carry) > 0 || len(pt.pre) > 0 {
 				batch, pre := pt.carry, pt.pre
@@ -367,11 +383,15 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 				continue
 			}
 		}
+		if pend != nil {
+			pt.takeDue(work, now)
+		}
 		pt.gauge(now)
 		wake := pt.nextWake(now)
 		in, ev := msgs, (<-chan stepEvent)(nil)
 		if pend != nil {
-			wake = time.Second // the step's outcome wakes the loop
+			// The step's outcome wakes the loop too; leases wait for it.
+			wake = pt.nextDue(now)
 			ev = pend.ev
 			if len(pt.carry)+len(pt.pre)+len(pt.held) >= maxBatch {
 				in = nil // enough for the next step
@@ -547,6 +567,16 @@ func (pt *partition) schedule(h *host, now time.Time) {
 	}
 }
 
+// nextDue is how long until the ready heap's first host is due (at most a
+// second): the wake while a step is pending (takeDue).
+func (pt *partition) nextDue(now time.Time) time.Duration {
+	next := now.Add(time.Second)
+	if pt.s.o.MaxPages <= 0 && !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
 func (pt *partition) nextWake(now time.Time) time.Duration {
 	next := now.Add(time.Second) // also re-check periodically
 	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
@@ -575,7 +605,9 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			_ = m.InProgress()
 		}
 		for _, d := range pre {
-			_ = d.msg.InProgress()
+			if d.msg != nil {
+				_ = d.msg.InProgress()
+			}
 		}
 	}
 	all := make([]uint64, len(batch))
@@ -598,9 +630,12 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	// the batch, once the first is applied.
 	inBatch := make(map[uint64]bool, len(batch)+len(pre))
 	for _, d := range pre {
-		inBatch[d.seq] = true
+		if d.msg != nil {
+			inBatch[d.seq] = true
+		}
 	}
 	var redelivered []jetstream.Msg
+	var doneAt []time.Time // when each of done arrived (zero: now)
 	for i, m := range batch {
 		if all[i] == 0 {
 			pt.park(ctx, m, "message without JetStream metadata")
@@ -615,12 +650,22 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			continue
 		}
 		inBatch[all[i]] = true
+		nd := len(done)
 		if err := pt.decode(m, &enq, &done, &again); err != nil {
 			pt.park(ctx, m, err.Error())
 			continue
 		}
+		if len(done) > nd {
+			doneAt = append(doneAt, pt.arrived[all[i]])
+		}
 		seqs = append(seqs, all[i])
 		keep = append(keep, m)
+	}
+	for _, seq := range all {
+		delete(pt.arrived, seq)
+	}
+	for _, d := range pre {
+		delete(pt.arrived, d.seq)
 	}
 	if len(keep) == 0 && len(pre) == 0 {
 		for _, m := range redelivered {
@@ -631,7 +676,16 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	now := time.Now()
 	freed := make([]store.Done, len(done))
 	for i, fd := range done {
-		freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, now)}
+		// The rest counts from the report's arrival (restUntil), also
+		// for one that waited for a pending step.
+		at := now
+		if !doneAt[i].IsZero() {
+			at = doneAt[i]
+		}
+		freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, at)}
+		if h := pt.hosts[fd.Host]; h != nil {
+			h.rest = freed[i].NotBefore.Sub(at)
+		}
 	}
 	// Memory first, so the hosts this batch frees can be popped in the
 	// same write: a finished fetch and the host's next task cost one
@@ -652,15 +706,29 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	pt.publishReserved(ctx, issues)
 	// The done reports taken while the previous step was pending: applied
 	// in memory then, their reserved tasks published already.
+	// and the reserved tasks of hosts that came due meanwhile (takeDue).
 	for _, d := range pre {
-		seqs = append(seqs, d.seq)
-		keep = append(keep, d.msg)
-		freed = append(freed, d.done)
+		if d.msg != nil {
+			seqs = append(seqs, d.seq)
+			keep = append(keep, d.msg)
+			freed = append(freed, d.done)
+		}
 		issues = append(issues, d.issue)
-		due = append(due, d.done.Host)
+		due = append(due, d.issue.Host)
+	}
+	// The step is urgent if a task of it has not gone out yet (its early
+	// hand-over publishes it), or if a host it issues for rests less than
+	// the group commit's pacing: that task's done report will soon wait
+	// for this commit. Otherwise the step waits for company (one commit
+	// per interval under load, not one per page).
+	hurry := false
+	for _, r := range issues {
+		if r.Next == nil || !pt.published[r.Next.TaskID] || pt.restsBriefly(r.Host) {
+			hurry = true
+		}
 	}
 	p := &pending{ev: make(chan stepEvent, 4), due: due, keep: keep, redel: redelivered, again: again, now: now,
-		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues}}
+		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues, Hurry: hurry}}
 	st, part, log := pt.s.o.Store, pt.p, pt.log
 	go func() {
 		var res store.StepResult
@@ -685,12 +753,14 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 		pt.gauged[3] = 0
 		pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
 		for _, d := range pt.pre {
-			pt.carry = append(pt.carry, d.msg)
+			if d.msg != nil { // a timer's reserved task: the reload sees to it
+				pt.carry = append(pt.carry, d.msg)
+			}
 		}
 		for _, d := range pt.held {
 			pt.carry = append(pt.carry, d.msg)
 		}
-		pt.pre, pt.held = nil, nil
+		pt.pre, pt.held, pt.later, pt.arrived = nil, nil, nil, nil
 		return pt.load(ctx)
 	}
 	pt.applied++
@@ -715,6 +785,7 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 		pt.carry = append(pt.carry, d.msg)
 	}
 	pt.held = held
+	pt.reschedule(time.Now())
 	return nil
 }
 
@@ -754,9 +825,12 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			}
 			h := pt.hosts[fd.Host]
 			if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID {
-				break // stale, or its task is recorded by the pending step
+				// Stale, or its task is recorded by the pending step.
+				pt.waitsForStep(md.Sequence.Stream, fd, now)
+				break
 			}
 			if h.unrecorded {
+				pt.waitsForStep(md.Sequence.Stream, fd, now)
 				pt.held = append(pt.held, heldDone{msg: m, host: fd.Host, taskID: fd.TaskID})
 				continue
 			}
@@ -782,10 +856,12 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		}
 		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
 			h.next == nil || !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) {
+			pt.waitsForStep(c.seq, c.fd, now)
 			pt.carry = append(pt.carry, c.m) // the next step, as usual
 			continue
 		}
 		freed := store.Done{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}
+		h.rest = nb.Sub(now)
 		pt.remember(nil, []messages.FetchDone{c.fd}, []store.Done{freed}, now)
 		reqs := pt.issues([]string{h.name}, now)
 		pt.publishReserved(ctx, reqs)
@@ -794,6 +870,92 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		h.unrecorded = true
 		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed, issue: reqs[0]})
 	}
+}
+
+// waitsForStep notes a done report taken while a step was pending that
+// waits for a step (held or carried): its host's rest counts from now, when
+// it came. If the host would be due before the group commit's pacing ends,
+// the pending step is hurried: the done waits for it, and the host for the
+// done.
+func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Time) {
+	if pt.arrived == nil {
+		pt.arrived = map[uint64]time.Time{}
+	}
+	pt.arrived[seq] = now
+	e, ok := pt.s.o.Store.(store.Early)
+	if !ok {
+		return
+	}
+	if at, _ := pt.rest(fd, now); at.Before(now.Add(e.PaceInterval() + pt.s.o.IssueAhead)) {
+		e.Hurry()
+	}
+}
+
+// restsBriefly tells whether host name rests less than the group commit's
+// pacing between fetches (see host.rest; a host not yet fetched counts the
+// configured delay).
+func (pt *partition) restsBriefly(name string) bool {
+	e, ok := pt.s.o.Store.(store.Early)
+	if !ok {
+		return false
+	}
+	rest := pt.s.o.Delay
+	if h := pt.hosts[name]; h != nil && h.rest > 0 {
+		rest = h.rest
+	}
+	return rest < e.PaceInterval()
+}
+
+// takeDue publishes, while a step is pending, the reserved tasks of hosts
+// due now: the next step records them (pre, without a message), as it does
+// for a done report's reserved task (take). A due host without a
+// reservation needs a write to pop its task: it waits for the step (later).
+// With --max-pages every issue takes budget in the store first: nothing is
+// taken here.
+func (pt *partition) takeDue(ctx context.Context, now time.Time) {
+	if !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut {
+		return
+	}
+	var reqs []store.Issue
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(reqs) < maxIssue {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		switch {
+		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
+		case h.inFlight == nil && (h.queued > 0 || h.nextAt.After(now)):
+			pt.later = append(pt.later, h.name)
+		case h.inFlight == nil:
+			delete(pt.hosts, h.name) // nothing queued and its gap is over
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	pt.publishReserved(ctx, reqs)
+	for _, r := range reqs {
+		t := r.Next.Task(pt.p, r)
+		h := pt.hosts[r.Host]
+		pt.setTask(h, &t)
+		h.unrecorded = true
+		pt.pre = append(pt.pre, preDone{issue: r})
+	}
+}
+
+// reschedule puts the hosts that waited for the step (later) back in the
+// ready heap.
+func (pt *partition) reschedule(now time.Time) {
+	for _, name := range pt.later {
+		if h := pt.hosts[name]; h != nil {
+			pt.schedule(h, now)
+		}
+	}
+	pt.later = pt.later[:0]
 }
 
 func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messages.FetchDone, again *[]messages.FetchDone) error {
