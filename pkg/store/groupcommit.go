@@ -198,8 +198,10 @@ func (g *groupCommit) close() {
 }
 
 // pace waits, while pacing (or trying it), until interval after the
-// previous commit started; a full group or close ends the wait. It reports
-// whether it waited: only then does the group tell whether pacing gathers.
+// previous commit started; a full group, an urgent write or close ends the
+// wait. It reports whether it waited the whole interval: only then does the
+// group tell whether pacing gathers (a wait cut short by an urgent write
+// says nothing about how many would have come).
 func (g *groupCommit) pace() bool {
 	if g.interval <= 0 || !g.paced && time.Now().Before(g.probeAt) {
 		return false
@@ -212,11 +214,13 @@ func (g *groupCommit) pace() bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-g.full:
+		return true
 	case <-g.urgent:
 	case <-g.closing:
 	}
-	return true
+	return false
 }
 
 // learn learns from a paced group of n writes whether pacing gathers.

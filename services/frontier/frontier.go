@@ -683,7 +683,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			at = doneAt[i]
 		}
 		freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, at)}
-		if h := pt.hosts[fd.Host]; h != nil {
+		if h := pt.hosts[fd.Host]; h != nil && !nothingSent(fd) {
 			h.rest = freed[i].NotBefore.Sub(at)
 		}
 	}
@@ -861,7 +861,9 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			continue
 		}
 		freed := store.Done{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}
-		h.rest = nb.Sub(now)
+		if !nothingSent(c.fd) {
+			h.rest = nb.Sub(now)
+		}
 		pt.remember(nil, []messages.FetchDone{c.fd}, []store.Done{freed}, now)
 		reqs := pt.issues([]string{h.name}, now)
 		pt.publishReserved(ctx, reqs)
@@ -874,9 +876,11 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 
 // waitsForStep notes a done report taken while a step was pending that
 // waits for a step (held or carried): its host's rest counts from now, when
-// it came. If the host would be due before the group commit's pacing ends,
-// the pending step is hurried: the done waits for it, and the host for the
-// done.
+// it came. If the host rests less than the group commit's pacing, the
+// pending step is hurried: the done waits for it, and the host for the
+// done. A host that usually rests longer is not hurried for one URL that
+// cost no request (robots.txt forbade it): that would cost a commit for
+// a few milliseconds of one host.
 func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Time) {
 	if pt.arrived == nil {
 		pt.arrived = map[uint64]time.Time{}
@@ -886,7 +890,9 @@ func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Ti
 	if !ok {
 		return
 	}
-	if at, _ := pt.rest(fd, now); at.Before(now.Add(e.PaceInterval() + pt.s.o.IssueAhead)) {
+	at, _ := pt.rest(fd, now)
+	soon := at.Before(now.Add(e.PaceInterval() + pt.s.o.IssueAhead))
+	if soon && (!nothingSent(fd) || pt.restsBriefly(fd.Host)) {
 		e.Hurry()
 	}
 }
@@ -1001,6 +1007,13 @@ func (s *Service) rule() politeness.Rule {
 	return politeness.Rule{Delay: s.o.Delay, Factor: s.o.Factor, MaxCrawlDelay: s.o.MaxCrawlDelay, MaxGap: s.o.MaxGap}
 }
 
+// nothingSent tells whether fd's fetch sent nothing to the host: robots.txt
+// (known already) forbade the URL, or the host was given up or refused, or
+// its name does not exist.
+func nothingSent(fd messages.FetchDone) bool {
+	return fd.Disallowed && fd.Duration == 0 || fd.NoSuchHost || fd.ErrorKind == kindBlocked
+}
+
 // failed tells whether a fetch counts towards a host's failure backoff: no
 // answer, or a server error.
 func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "" || fd.Status >= 500 }
@@ -1017,7 +1030,7 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 
 // rest is restUntil without counting a capped Crawl-delay.
 func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool) {
-	if fd.Disallowed && fd.Duration == 0 || fd.NoSuchHost || fd.ErrorKind == kindBlocked {
+	if nothingSent(fd) {
 		// Nothing was sent to the host (robots.txt, known already,
 		// forbids the URL, or the host was given up or refused; its name
 		// does not exist): the rest since its last request is still
