@@ -897,8 +897,8 @@ func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Ti
 	}
 }
 
-// restsBriefly tells whether host name rests less than the group commit's
-// pacing between fetches (see host.rest; a host not yet fetched counts the
+// restsBriefly tells whether host name rests too briefly between fetches for
+// the group commit's pacing (see host.rest; a host not yet fetched counts the
 // configured delay).
 func (pt *partition) restsBriefly(name string) bool {
 	e, ok := pt.s.o.Store.(store.Early)
@@ -909,13 +909,17 @@ func (pt *partition) restsBriefly(name string) bool {
 	if h := pt.hosts[name]; h != nil && h.rest > 0 {
 		rest = h.rest
 	}
-	return rest < e.PaceInterval()
+	// Twice the interval: a done report held for a paced step is applied
+	// up to an interval (and an fsync) after it came, and the host's next
+	// task must be at hand before its rest ends.
+	return rest < 2*e.PaceInterval()
 }
 
 // takeDue publishes, while a step is pending, the reserved tasks of hosts
 // due now: the next step records them (pre, without a message), as it does
 // for a done report's reserved task (take). A due host without a
-// reservation needs a write to pop its task: it waits for the step (later).
+// reservation needs a write to pop its task: it waits for the step (later),
+// which is hurried.
 // With --max-pages every issue takes budget in the store first: nothing is
 // taken here.
 func (pt *partition) takeDue(ctx context.Context, now time.Time) {
@@ -923,6 +927,12 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 		return
 	}
 	var reqs []store.Issue
+	hurry := false
+	defer func() {
+		if e, ok := pt.s.o.Store.(store.Early); ok && hurry {
+			e.Hurry()
+		}
+	}()
 	horizon := now.Add(pt.s.o.IssueAhead)
 	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(reqs) < maxIssue {
 		e := pt.ready.pop()
@@ -934,7 +944,10 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 		switch {
 		case h.inFlight == nil && h.queued > 0 && h.next != nil:
 			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
-		case h.inFlight == nil && (h.queued > 0 || h.nextAt.After(now)):
+		case h.inFlight == nil && h.queued > 0:
+			pt.later = append(pt.later, h.name)
+			hurry = true // its pop waits for the pending step
+		case h.inFlight == nil && h.nextAt.After(now):
 			pt.later = append(pt.later, h.name)
 		case h.inFlight == nil:
 			delete(pt.hosts, h.name) // nothing queued and its gap is over
