@@ -108,6 +108,19 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
 		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
 	}
+	// --out before the services too: pages.parsed keeps a document only
+	// while a consumer has yet to read it (--parsed-retention interest), so
+	// a page parsed before the writer's consumer existed was never written
+	// (the first URL of a crawl that fails at once, seen in
+	// TestUnresolvableHostEndsItsURLs).
+	var out *archive.Out
+	if cfg.Out != "" {
+		out, err = archive.StartOut(runCtx, archive.OutOptions{JS: d.JS, Names: d.Names, Path: cfg.Out,
+			Log: d.Log.With("service", "out"), Registerer: d.Registry})
+		if err != nil {
+			return Summary{}, err
+		}
+	}
 	var wg sync.WaitGroup
 	runErr := make(chan error, len(Services)+1)
 	var fetch *fetcher.Service
@@ -132,14 +145,6 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	if err := startHeartbeat(runCtx, d, arch != nil); err != nil {
 		log.Warn("no heartbeat: trawler status cannot attach to this crawl", "err", err)
-	}
-	var out *archive.Out
-	if cfg.Out != "" {
-		out, err = archive.StartOut(runCtx, archive.OutOptions{JS: d.JS, Names: d.Names, Path: cfg.Out,
-			Log: d.Log.With("service", "out"), Registerer: d.Registry})
-		if err != nil {
-			return Summary{}, err
-		}
 	}
 
 	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
