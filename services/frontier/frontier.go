@@ -874,47 +874,6 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 	}
 }
 
-// waitsForStep notes a done report taken while a step was pending that
-// waits for a step (held or carried): its host's rest counts from now, when
-// it came. If the host rests less than the group commit's pacing, the
-// pending step is hurried: the done waits for it, and the host for the
-// done. A host that usually rests longer is not hurried for one URL that
-// cost no request (robots.txt forbade it): that would cost a commit for
-// a few milliseconds of one host.
-func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Time) {
-	if pt.arrived == nil {
-		pt.arrived = map[uint64]time.Time{}
-	}
-	pt.arrived[seq] = now
-	e, ok := pt.s.o.Store.(store.Early)
-	if !ok {
-		return
-	}
-	at, _ := pt.rest(fd, now)
-	soon := at.Before(now.Add(e.PaceInterval() + pt.s.o.IssueAhead))
-	if soon && (!nothingSent(fd) || pt.restsBriefly(fd.Host)) {
-		e.Hurry()
-	}
-}
-
-// restsBriefly tells whether host name rests too briefly between fetches for
-// the group commit's pacing (see host.rest; a host not yet fetched counts the
-// configured delay).
-func (pt *partition) restsBriefly(name string) bool {
-	e, ok := pt.s.o.Store.(store.Early)
-	if !ok {
-		return false
-	}
-	rest := pt.s.o.Delay
-	if h := pt.hosts[name]; h != nil && h.rest > 0 {
-		rest = h.rest
-	}
-	// Twice the interval: a done report held for a paced step is applied
-	// up to an interval (and an fsync) after it came, and the host's next
-	// task must be at hand before its rest ends.
-	return rest < 2*e.PaceInterval()
-}
-
 // takeDue publishes, while a step is pending, the reserved tasks of hosts
 // due now: the next step records them (pre, without a message), as it does
 // for a done report's reserved task (take). A due host without a
