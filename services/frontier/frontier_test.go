@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -717,5 +718,156 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 	}
 	if n := svc.Stats.Reserved.Load(); n < 2 {
 		t.Errorf("reserved tasks = %d, want 2 or more", n)
+	}
+}
+
+// While a step is pending, a host that comes due on the timer publishes its
+// reserved task at once, without waiting for that step: the next step
+// records it.
+func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
+	const delay = 150 * time.Millisecond
+	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+		Delay: delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// Open the gate before Run is stopped, also when the test fails: a
+	// stop finishes the pending step.
+	openGate := sync.OnceFunc(func() { st.closed.Store(false); close(st.gate) })
+	defer openGate()
+	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	h.enqueue("http://a.example/1", "http://a.example/2")
+	a1, _, ok := h.task(3 * time.Second)
+	if !ok {
+		t.Fatal("no first task")
+	}
+	h.done(a1, false)
+	waitFor(t, "the done report applied", func() bool { return svc.Stats.Done.Load() == 1 })
+	st.closed.Store(true)
+	h.enqueue("http://b.example/1") // its step waits at the gate
+	a2, _, ok := h.task(3 * time.Second)
+	if !ok || a2.URL != "http://a.example/2" {
+		t.Fatalf("task %q (ok %v) while a step was pending; want a.example/2 from its reservation", a2.URL, ok)
+	}
+	openGate()
+	b1, _, ok := h.task(3 * time.Second)
+	if !ok || b1.URL != "http://b.example/1" {
+		t.Fatalf("task %q (ok %v) after the gate opened; want b.example/1", b1.URL, ok)
+	}
+	h.done(a2, false)
+	h.done(b1, false)
+	waitFor(t, "the store empty", func() bool {
+		s, err := b.Stats(context.Background(), []int{0})
+		return err == nil && s.InFlight == 0 && s.Queued == 0
+	})
+	if n := svc.Stats.Reserved.Load(); n < 1 {
+		t.Errorf("reserved tasks = %d, want 1 or more", n)
+	}
+}
+
+// hurrySteps is a bbolt store that notes each issuing step's Hurry.
+type hurrySteps struct {
+	*store.Bolt
+	mu              sync.Mutex
+	hurried, paced  int
+	unreservedPaced int // steps with a task not from a reservation, not hurried
+}
+
+func (s *hurrySteps) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	if len(r.Issue) > 0 {
+		s.mu.Lock()
+		if r.Hurry {
+			s.hurried++
+		} else {
+			s.paced++
+			for _, i := range r.Issue {
+				if i.Next == nil {
+					s.unreservedPaced++
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return s.Bolt.StepEarly(ctx, p, r, early)
+}
+
+// A step that only records tasks already published from reservations, for
+// hosts that rest longer than the group commit's pacing, waits for company
+// (Hurry false); with no delay, or for a task not yet published, it is
+// urgent.
+func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
+	for _, tc := range []struct {
+		delay     time.Duration
+		wantPaced bool
+	}{{0, false}, {250 * time.Millisecond, true}} {
+		t.Run(tc.delay.String(), func(t *testing.T) {
+			js, names := testbus.Start(t, 1)
+			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			st := &hurrySteps{Bolt: b}
+			svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+				Delay: tc.delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- svc.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-ran; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+			h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+			h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4")
+			for range 4 {
+				task, _, ok := h.task(5 * time.Second)
+				if !ok {
+					t.Fatal("a task missing")
+				}
+				h.done(task, false)
+			}
+			waitFor(t, "the store empty", func() bool {
+				s, err := b.Stats(context.Background(), []int{0})
+				return err == nil && s.InFlight == 0 && s.Queued == 0
+			})
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.unreservedPaced > 0 {
+				t.Errorf("%d tasks not from a reservation in steps that were not hurried", st.unreservedPaced)
+			}
+			if tc.wantPaced && st.paced == 0 {
+				t.Errorf("every issuing step hurried (%d) with a %s rest", st.hurried, tc.delay)
+			}
+			if !tc.wantPaced && st.paced > 0 {
+				t.Errorf("%d issuing steps waited for company with no delay", st.paced)
+			}
+		})
+	}
+}
+
+// waitFor polls ok until it holds, or fails the test after 5 s.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
