@@ -46,11 +46,14 @@ import (
 // later function fails, the group is rolled back and run again without it;
 // the early function, run again on the same state, gives the same results:
 // every writer of the store keeps to its own keys — a frontier partition to
-// its partition's, of which it has one write pending at a time.) It is also
-// urgent: it ends a pacing wait at once. A frontier partition issues a
-// host's next task on it, so the host's turnaround holds neither a pacing
-// interval, nor the rest of its group's writes, nor an fsync; see
-// docs/frontier.md for why that is crash-safe.
+// its partition's, of which it has one write pending at a time.) A frontier
+// partition issues a host's next task on it, so the host's turnaround holds
+// neither the rest of its group's writes nor an fsync; see docs/frontier.md
+// for why that is crash-safe. An urgent write (a task that has not gone out
+// yet waits for it) also ends a pacing wait at once, as does hurry (a done
+// report waits for the write that records its task); the rest wait for
+// company, so that a crawl whose tasks leave from reservations commits once
+// per interval, not once per page.
 type groupCommit struct {
 	db       *bolt.DB
 	interval time.Duration // least time between commit starts while paced (<= 0: never paced)
@@ -84,10 +87,11 @@ func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCom
 }
 
 type groupCall struct {
-	fn   func(*bolt.Tx) error
-	done chan error
-	ran  chan struct{} // early writes: closed once fn ran in the group's transaction
-	told bool          // ran is closed; the leader's
+	fn     func(*bolt.Tx) error
+	done   chan error
+	ran    chan struct{} // early writes: closed once fn ran in the group's transaction
+	told   bool          // ran is closed; the leader's
+	urgent bool          // ends a pacing wait; guarded by mu
 }
 
 // maxGroup bounds the functions of one transaction.
@@ -116,10 +120,11 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 // fn's results are final when ran is called unless the commit fails, and
 // then updateEarly returns the error. fn may run again after ran (a later
 // function of its group failed): it must give the same results from the
-// same state, and must not write what ran reads unguarded. It does not wait
-// for pacing.
-func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func()) error {
-	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{})}
+// same state, and must not write what ran reads unguarded. An urgent write
+// does not wait for pacing; one that is not waits like any other until
+// hurry says its caller needs it.
+func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func(), urgent bool) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{}), urgent: urgent}
 	if g.enqueue(c) {
 		go g.lead() // this goroutine is to act on the results meanwhile
 	}
@@ -148,15 +153,34 @@ func (g *groupCommit) enqueue(c *groupCall) bool {
 		default:
 		}
 	}
-	if c.ran != nil {
-		select {
-		case g.urgent <- struct{}{}:
-		default:
-		}
+	if c.urgent {
+		g.signalUrgent()
 	}
 	lead := !g.leading
 	g.leading = true
 	return lead
+}
+
+// hurry makes the writes waiting now urgent: a caller needs their commit
+// (a frontier partition holds a done report whose host is due before the
+// pacing would end).
+func (g *groupCommit) hurry() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.pending {
+		c.urgent = true
+	}
+	if len(g.pending) > 0 {
+		g.signalUrgent()
+	}
+}
+
+// signalUrgent ends a pacing wait; mu held.
+func (g *groupCommit) signalUrgent() {
+	select {
+	case g.urgent <- struct{}{}:
+	default:
+	}
 }
 
 // close refuses new writes, commits the waiting ones at once and returns
@@ -174,8 +198,10 @@ func (g *groupCommit) close() {
 }
 
 // pace waits, while pacing (or trying it), until interval after the
-// previous commit started; a full group or close ends the wait. It reports
-// whether it waited: only then does the group tell whether pacing gathers.
+// previous commit started; a full group, an urgent write or close ends the
+// wait. It reports whether it waited the whole interval: only then does the
+// group tell whether pacing gathers (a wait cut short by an urgent write
+// says nothing about how many would have come).
 func (g *groupCommit) pace() bool {
 	if g.interval <= 0 || !g.paced && time.Now().Before(g.probeAt) {
 		return false
@@ -188,11 +214,13 @@ func (g *groupCommit) pace() bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-g.full:
+		return true
 	case <-g.urgent:
 	case <-g.closing:
 	}
-	return true
+	return false
 }
 
 // learn learns from a paced group of n writes whether pacing gathers.
@@ -220,8 +248,8 @@ func (g *groupCommit) lead() {
 	n := min(len(g.pending), maxGroup)
 	group := append([]*groupCall(nil), g.pending[:n]...)
 	g.pending = append(g.pending[:0], g.pending[n:]...)
-	if !hasEarly(g.pending) {
-		select { // the early writes that set it are in this group
+	if !hasUrgent(g.pending) {
+		select { // the urgent writes that set it are in this group
 		case <-g.urgent:
 		default:
 		}
@@ -246,9 +274,9 @@ func (g *groupCommit) lead() {
 	}
 }
 
-func hasEarly(calls []*groupCall) bool {
+func hasUrgent(calls []*groupCall) bool {
 	for _, c := range calls {
-		if c.ran != nil {
+		if c.urgent {
 			return true
 		}
 	}

@@ -297,7 +297,7 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 		}, func() {
 			ranAt = time.Since(start)
 			commitsAtRan = g.commits.Load()
-		})
+		}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestGroupCommitEarlyWriteFails(t *testing.T) {
 	b := openGroupTest(t, -1)
 	boom := errors.New("boom")
 	ran := false
-	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }); !errors.Is(err, boom) || ran {
+	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }, true); !errors.Is(err, boom) || ran {
 		t.Fatalf("err %v, ran %v", err, ran)
 	}
 }
@@ -355,7 +355,7 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 			hears++
 			mu.Unlock()
 			close(heard)
-		})
+		}, true)
 	}()
 	waitPending(t, g, 1)
 	boom := errors.New("boom")
@@ -511,5 +511,51 @@ func TestReservedNext(t *testing.T) {
 	res, err = c.Step(ctx, 0, StepRequest{Seq: 3, Done: []Done{{Host: "a.test", TaskID: want.Task.ID}}, Issue: []Issue{gone}})
 	if err != nil || len(res.Tasks) != 0 {
 		t.Errorf("step with a gone reservation: %v %v", res, err)
+	}
+}
+
+// An early write that is not urgent (its tasks went out from reservations)
+// waits for company like any other; hurry ends that wait at once. A wait
+// cut short so does not count as a paced group that gathered too few.
+func TestGroupCommitEarlyWriteWaitsUnlessHurried(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	var g *groupCommit
+	// Each case on a new store: its first paced group is a trial of the
+	// pacing, which a lone write fails (it would pause the pacing).
+	early := func(hurry bool) time.Duration {
+		g = openGroupTest(t, interval).writes
+		err := g.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w")); return err })
+		if err != nil { // a commit now: the next one is paced
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var ranAt time.Duration
+		done := make(chan error, 1)
+		go func() {
+			done <- g.updateEarly(func(tx *bolt.Tx) error {
+				_, err := tx.CreateBucketIfNotExists([]byte("early"))
+				return err
+			}, func() { ranAt = time.Since(start) }, false)
+		}()
+		if hurry {
+			waitPending(t, g, 1)
+			g.hurry()
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return ranAt
+	}
+	if got := early(false); got < interval/2 {
+		t.Errorf("a write that is not urgent ran after %s; want it paced (interval %s)", got, interval)
+	}
+	if got := early(true); got > interval/2 {
+		t.Errorf("a hurried write ran after %s; want at once (interval %s)", got, interval)
+	}
+	g.mu.Lock()
+	small := g.small
+	g.mu.Unlock()
+	if small != 0 {
+		t.Errorf("a wait cut short by hurry counted as %d small paced groups", small)
 	}
 }

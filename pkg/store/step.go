@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -17,6 +18,10 @@ type StepRequest struct {
 	Applied []uint64 // stream sequences of the batch's messages
 	Floor   uint64   // forget applied sequences at or below it (0: keep)
 	Issue   []Issue  // hosts due now, popped after the batch is applied
+	// Hurry: the caller waits for this step's tasks (one not yet
+	// published from a reservation): an Early store commits it without
+	// waiting for company. Other stores ignore it.
+	Hurry bool
 }
 
 // StepResult is what a step did: Applied is false when the batch was applied
@@ -69,7 +74,19 @@ func Step(ctx context.Context, f Frontier, p int, r StepRequest) (StepResult, er
 type Early interface {
 	StepEarly(ctx context.Context, p int, r StepRequest, early func(StepResult)) (StepResult, error)
 	PopEarly(ctx context.Context, p int, reqs []Issue, early func([]InFlight)) ([]InFlight, error)
+	// PaceInterval is the longest a write that is not urgent may wait for
+	// company before its commit starts.
+	PaceInterval() time.Duration
+	// Hurry commits the writes waiting now without more waiting for
+	// company: their caller holds work that needs them durable.
+	Hurry()
 }
+
+// PaceInterval is Early's; see CommitInterval.
+func (b *Bolt) PaceInterval() time.Duration { return max(b.writes.interval, 0) }
+
+// Hurry is Early's.
+func (b *Bolt) Hurry() { b.writes.hurry() }
 
 // StepEarly is Step that calls early with the result before the write is
 // durable when f is Early, and after the write otherwise.
@@ -103,8 +120,8 @@ func (b *Bolt) Step(ctx context.Context, p int, r StepRequest) (StepResult, erro
 }
 
 // StepEarly is Step, calling early (unless nil) with the result before the
-// commit is durable; see Early. Only a step that issues is early (and so
-// urgent for the group commit): one without tasks has nothing to hurry.
+// commit is durable; see Early. Only a step that issues is early, and it is
+// urgent for the group commit only when r.Hurry says so.
 func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(StepResult)) (StepResult, error) {
 	if err := checkArgs(ctx, p); err != nil {
 		return StepResult{}, err
@@ -143,7 +160,7 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 			out := res
 			mu.Unlock()
 			early(out)
-		}))
+		}, r.Hurry))
 	} else {
 		err = b.update(fn)
 		if err == nil && early != nil {
@@ -180,7 +197,7 @@ func (b *Bolt) PopEarly(ctx context.Context, p int, reqs []Issue, early func([]I
 			tasks := out
 			mu.Unlock()
 			early(tasks)
-		}))
+		}, true)) // a pop's tasks have not gone out: its caller waits
 	} else {
 		err = b.update(fn)
 	}

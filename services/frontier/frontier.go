@@ -226,6 +226,14 @@ type host struct {
 	// Dropped when a URL ranked above it arrives or the task in flight
 	// goes back to the queue; memory only (none after a restart).
 	next *store.Next
+	// unrecorded: the task in flight was published from the reservation
+	// while a step was pending, and the write that records it has not
+	// committed yet; its done report waits (partition.held) until it has.
+	unrecorded bool
+	// rest is the politeness gap its last done report gave it (zero before
+	// one): a host that rests less than the group commit's pacing needs
+	// the step recording its task committed at once (urgent).
+	rest time.Duration
 }
 
 type partition struct {
@@ -249,6 +257,55 @@ type partition struct {
 
 	gaugedAt time.Time
 	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
+
+	// While a step is pending (early stores only), intake waits for the
+	// next step in carry (as it came) and pre (done reports that already
+	// published their host's reserved task), or in held (done reports of
+	// tasks whose recording step has not committed). See take.
+	carry []jetstream.Msg
+	pre   []preDone
+	held  []heldDone
+	// arrived: when the done reports in carry and held came, by stream
+	// sequence; their host's rest counts from then, not from their step.
+	arrived map[uint64]time.Time
+	// later: hosts that came due while a step was pending without a
+	// reservation; their pop needs a write, so they wait for the step.
+	later []string
+}
+
+// preDone is a done report taken while a step was pending: its host was
+// freed in memory and its reserved task published; the next step applies
+// the done and records the task (issue). Without msg it is a host that came
+// due on the timer (takeDue): only the issue.
+type preDone struct {
+	msg   jetstream.Msg
+	seq   uint64
+	done  store.Done
+	issue store.Issue
+}
+
+// heldDone is a done report of a task not yet recorded by a committed step.
+type heldDone struct {
+	msg          jetstream.Msg
+	host, taskID string
+}
+
+// pending is a step running on its own goroutine; its early hand-over
+// and its outcome come back to the loop on ev, in that order.
+type pending struct {
+	ev          chan stepEvent
+	req         store.StepRequest
+	due         []string
+	keep, redel []jetstream.Msg
+	again       []messages.FetchDone
+	now         time.Time
+	sent        bool
+}
+
+type stepEvent struct {
+	early bool
+	res   store.StepResult
+	err   error
 }
 
 func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
@@ -269,29 +326,124 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var pend *pending // the step in progress, if any: one at a time
+	// finish waits for the pending step's outcome and completes it.
+	finish := func() error {
+		for pend != nil {
+			if err := pt.event(work, &pend, <-pend.ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	stop := func() error {
+		// Finish the step in hand and what waits for the next one, so
+		// a clean stop leaves no task published unrecorded.
+		for pend != nil || len(pt.pre) > 0 {
+			if err := finish(); err != nil {
+				return err
+			}
+			if len(pt.pre) > 0 || len(pt.carry) > 0 {
+				batch, pre := pt.carry, pt.pre
+				pt.carry, pt.pre = nil, nil
+				var err error
+				if pend, err = pt.apply(work, batch, pre); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	for {
 		now := time.Now()
-		if err := pt.expireLeases(work, now); err != nil {
-			return err
+		if pend == nil {
+			if err := pt.expireLeases(work, now); err != nil {
+				return err
+			}
+			// Due hosts with a reservation go out now and are recorded
+			// by a step that waits for company; the others are popped
+			// by an urgent write, as before.
+			pt.takeDue(work, now)
+			pt.reschedule(now)
+			var err error
+			if len(pt.carry) > 0 || len(pt.pre) > 0 {
+				batch, pre := pt.carry, pt.pre
+				pt.carry, pt.pre = nil, nil
+				pend, err = pt.apply(work, batch, pre)
+			} else {
+				err = pt.issueDue(work, now)
+			}
+			if err != nil {
+				return err
+			}
+			if pend != nil && !pt.s.early {
+				if err := finish(); err != nil {
+					return err
+				}
+				continue
+			}
 		}
-		if err := pt.issueDue(work, now); err != nil {
-			return err
+		if pend != nil {
+			pt.takeDue(work, now)
 		}
 		pt.gauge(now)
-		timer.Reset(pt.nextWake(now))
+		wake := pt.nextWake(now)
+		in, ev := msgs, (<-chan stepEvent)(nil)
+		if pend != nil {
+			// The step's outcome wakes the loop too; leases wait for it.
+			wake = pt.nextDue(now)
+			ev = pend.ev
+			if len(pt.carry)+len(pt.pre)+len(pt.held) >= maxBatch {
+				in = nil // enough for the next step
+			}
+		}
+		timer.Reset(wake)
 		select {
 		case <-ctx.Done():
-			return nil
-		case m, ok := <-msgs:
+			return stop()
+		case m, ok := <-in:
 			if !ok {
-				return nil
+				return stop()
 			}
-			if err := pt.apply(work, bus.Drain(msgs, []jetstream.Msg{m}, maxBatch)); err != nil {
+			batch := bus.Drain(in, []jetstream.Msg{m}, maxBatch)
+			if pend == nil {
+				p, err := pt.apply(work, batch, nil)
+				if err != nil {
+					return err
+				}
+				pend = p
+				if pend != nil && !pt.s.early {
+					if err := finish(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			pt.take(work, batch, time.Now())
+		case e := <-ev:
+			if err := pt.event(work, &pend, e); err != nil {
 				return err
 			}
 		case <-timer.C:
 		}
 	}
+}
+
+// event handles one event of the pending step: its early hand-over
+// (publish the tasks) or its outcome (complete it; *pend becomes nil).
+func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) error {
+	p := *pend
+	if e.early {
+		if pt.publishEarly(ctx, e.res.Tasks) {
+			p.sent = true
+		}
+		return nil
+	}
+	*pend = nil
+	if e.err != nil {
+		return e.err
+	}
+	return pt.stepped(ctx, p, e.res)
 }
 
 // load rebuilds memory from the store: queued hosts become due now, tasks in
@@ -415,6 +567,16 @@ func (pt *partition) schedule(h *host, now time.Time) {
 	}
 }
 
+// nextDue is how long until the ready heap's first host is due (at most a
+// second): the wake while a step is pending (takeDue).
+func (pt *partition) nextDue(now time.Time) time.Duration {
+	next := now.Add(time.Second)
+	if pt.s.o.MaxPages <= 0 && !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
 func (pt *partition) nextWake(now time.Time) time.Duration {
 	next := now.Add(time.Second) // also re-check periodically
 	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
@@ -426,8 +588,11 @@ func (pt *partition) nextWake(now time.Time) time.Duration {
 	return max(next.Sub(now), time.Millisecond)
 }
 
-// apply records one intake batch in the store, then in memory, then acks it.
-func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
+// apply records one intake batch, with the done reports taken while the
+// previous step was pending (pre), in memory, then starts the step that
+// records them in the store; stepped acks them once it is durable. It
+// returns nil when there is nothing to write.
+func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []preDone) (*pending, error) {
 	var (
 		enq   []store.Queued
 		done  []messages.FetchDone
@@ -438,6 +603,11 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 	hold := func() {
 		for _, m := range batch {
 			_ = m.InProgress()
+		}
+		for _, d := range pre {
+			if d.msg != nil {
+				_ = d.msg.InProgress()
+			}
 		}
 	}
 	all := make([]uint64, len(batch))
@@ -451,15 +621,21 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 		replayed, err = pt.s.o.Store.Applied(ctx, pt.p, all)
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	// A message whose ack wait ran out while it sat in the pull buffer is
 	// redelivered and may arrive twice in one batch: the store has applied
 	// neither copy, so each would enqueue its URLs (a double fetch, seen
 	// under load by the hostile-web test). The second copy is acked with
 	// the batch, once the first is applied.
-	inBatch := make(map[uint64]bool, len(batch))
+	inBatch := make(map[uint64]bool, len(batch)+len(pre))
+	for _, d := range pre {
+		if d.msg != nil {
+			inBatch[d.seq] = true
+		}
+	}
 	var redelivered []jetstream.Msg
+	var doneAt []time.Time // when each of done arrived (zero: now)
 	for i, m := range batch {
 		if all[i] == 0 {
 			pt.park(ctx, m, "message without JetStream metadata")
@@ -474,67 +650,290 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg) error {
 			continue
 		}
 		inBatch[all[i]] = true
+		nd := len(done)
 		if err := pt.decode(m, &enq, &done, &again); err != nil {
 			pt.park(ctx, m, err.Error())
 			continue
 		}
+		if len(done) > nd {
+			doneAt = append(doneAt, pt.arrived[all[i]])
+		}
 		seqs = append(seqs, all[i])
 		keep = append(keep, m)
 	}
-	if len(keep) > 0 {
-		now := time.Now()
-		freed := make([]store.Done, len(done))
-		for i, fd := range done {
-			freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, now)}
+	for _, seq := range all {
+		delete(pt.arrived, seq)
+	}
+	for _, d := range pre {
+		delete(pt.arrived, d.seq)
+	}
+	if len(keep) == 0 && len(pre) == 0 {
+		for _, m := range redelivered {
+			_ = m.Ack()
 		}
-		// Memory first, so the hosts this batch frees can be popped in
-		// the same write: a finished fetch and the host's next task cost
-		// one commit. If the write fails the partition restarts and
-		// reloads; if the store was ahead, it reloads here.
-		pt.remember(enq, done, freed, now)
-		due, err := pt.due(ctx, now)
-		if err != nil {
-			return err
+		return nil, nil
+	}
+	now := time.Now()
+	freed := make([]store.Done, len(done))
+	for i, fd := range done {
+		// The rest counts from the report's arrival (restUntil), also
+		// for one that waited for a pending step.
+		at := now
+		if !doneAt[i].IsZero() {
+			at = doneAt[i]
 		}
-		floor := uint64(0)
-		if pt.batches++; pt.batches%256 == 0 {
-			if ci, err := pt.cons.Info(ctx); err == nil {
-				floor = ci.AckFloor.Stream
-			}
-		}
-		req := store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: pt.issues(due, now)}
-		pt.publishReserved(ctx, req.Issue)
-		var res store.StepResult
-		var sent bool // the tasks went out before the step was durable
-		if err := bus.Retry(ctx, "apply intake", pt.log.Warn, hold, func() (err error) {
-			res, err = store.StepEarly(ctx, pt.s.o.Store, pt.p, req, func(r store.StepResult) { sent = pt.publishEarly(ctx, r.Tasks) })
-			return err
-		}); err != nil {
-			return err
-		}
-		if !res.Applied {
-			// The store is ahead of memory: another owner applied
-			// batches. Trust the store, and see the batch again.
-			pt.log.Warn("store ahead of memory; reloading")
-			pt.s.Gauges.InFlight.Add(-pt.gauged[3])
-			pt.gauged[3] = 0
-			pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
-			return pt.load(ctx)
-		}
-		pt.applied++
-		if err := pt.issued(ctx, due, req.Issue, res.Tasks, now, sent); err != nil {
-			return err
-		}
-		for _, fd := range again {
-			if err := pt.deferred(ctx, fd); err != nil {
-				return err
-			}
+		freed[i] = store.Done{Host: fd.Host, TaskID: fd.TaskID, NotBefore: pt.restUntil(fd, at)}
+		if h := pt.hosts[fd.Host]; h != nil && !nothingSent(fd) {
+			h.rest = freed[i].NotBefore.Sub(at)
 		}
 	}
-	for _, m := range append(keep, redelivered...) {
+	// Memory first, so the hosts this batch frees can be popped in the
+	// same write: a finished fetch and the host's next task cost one
+	// commit. If the write fails the partition restarts and reloads; if
+	// the store was ahead, it reloads here.
+	pt.remember(enq, done, freed, now)
+	due, err := pt.due(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	floor := uint64(0)
+	if pt.batches++; pt.batches%256 == 0 {
+		if ci, err := pt.cons.Info(ctx); err == nil {
+			floor = ci.AckFloor.Stream
+		}
+	}
+	issues := pt.issues(due, now)
+	pt.publishReserved(ctx, issues)
+	// The done reports taken while the previous step was pending: applied
+	// in memory then, their reserved tasks published already.
+	// and the reserved tasks of hosts that came due meanwhile (takeDue).
+	for _, d := range pre {
+		if d.msg != nil {
+			seqs = append(seqs, d.seq)
+			keep = append(keep, d.msg)
+			freed = append(freed, d.done)
+		}
+		issues = append(issues, d.issue)
+		due = append(due, d.issue.Host)
+	}
+	// The step is urgent if a task of it has not gone out yet (its early
+	// hand-over publishes it), or if a host it issues for rests less than
+	// the group commit's pacing: that task's done report will soon wait
+	// for this commit. Otherwise the step waits for company (one commit
+	// per interval under load, not one per page).
+	hurry := false
+	for _, r := range issues {
+		if r.Next == nil || !pt.published[r.Next.TaskID] || pt.restsBriefly(r.Host) {
+			hurry = true
+		}
+	}
+	p := &pending{ev: make(chan stepEvent, 4), due: due, keep: keep, redel: redelivered, again: again, now: now,
+		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues, Hurry: hurry}}
+	st, part, log := pt.s.o.Store, pt.p, pt.log
+	go func() {
+		var res store.StepResult
+		err := bus.Retry(ctx, "apply intake", log.Warn, hold, func() (err error) {
+			res, err = store.StepEarly(ctx, st, part, p.req, func(r store.StepResult) { p.ev <- stepEvent{early: true, res: r} })
+			return err
+		})
+		p.ev <- stepEvent{res: res, err: err}
+	}()
+	return p, nil
+}
+
+// stepped completes a step once it is durable (or found the store ahead):
+// the popped tasks in memory, the hand-backs, the acks.
+func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResult) error {
+	if !res.Applied {
+		// The store is ahead of memory: another owner applied batches.
+		// Trust the store, and see the batch again. What waits for the
+		// next step goes back to being plain intake.
+		pt.log.Warn("store ahead of memory; reloading")
+		pt.s.Gauges.InFlight.Add(-pt.gauged[3])
+		pt.gauged[3] = 0
+		pt.hosts, pt.ready, pt.leases = map[string]*host{}, nil, nil
+		for _, d := range pt.pre {
+			if d.msg != nil { // a timer's reserved task: the reload sees to it
+				pt.carry = append(pt.carry, d.msg)
+			}
+		}
+		for _, d := range pt.held {
+			pt.carry = append(pt.carry, d.msg)
+		}
+		pt.pre, pt.held, pt.later, pt.arrived = nil, nil, nil, nil
+		return pt.load(ctx)
+	}
+	pt.applied++
+	if err := pt.issued(ctx, p.due, p.req.Issue, res.Tasks, p.now, p.sent); err != nil {
+		return err
+	}
+	for _, fd := range p.again {
+		if err := pt.deferred(ctx, fd); err != nil {
+			return err
+		}
+	}
+	for _, m := range append(p.keep, p.redel...) {
 		_ = m.Ack()
 	}
+	// Done reports of tasks now recorded may go to the next step.
+	held := pt.held[:0]
+	for _, d := range pt.held {
+		if h := pt.hosts[d.host]; h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == d.taskID {
+			held = append(held, d)
+			continue
+		}
+		pt.carry = append(pt.carry, d.msg)
+	}
+	pt.held = held
+	pt.reschedule(time.Now())
 	return nil
+}
+
+// take handles intake that comes while a step is pending (early stores).
+// A done report that frees a host due at once with a reservation, of a task
+// recorded by a committed step, publishes the reserved task now; the next
+// step applies the done and records the task. A done report of a task that
+// no committed step has recorded yet waits until one has (held): a task's
+// done and the write that records it never share a step (the store applies
+// dones before pops: the done would find nothing in flight). New URLs drop
+// the reservations they outrank. Everything else waits for the next step.
+func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.Time) {
+	type cand struct {
+		m   jetstream.Msg
+		seq uint64
+		fd  messages.FetchDone
+	}
+	var cands []cand
+	for _, m := range batch {
+		switch m.Headers().Get(messages.HeaderKind) {
+		case "new":
+			var nu messages.NewURLs
+			if messages.Decode(m.Data(), &nu) == nil {
+				for _, l := range nu.Links {
+					if name, err := urlx.Host(l.URL); err == nil {
+						if h := pt.hosts[name]; h != nil && h.next != nil && h.next.Outranked(l) {
+							h.next = nil
+						}
+					}
+				}
+			}
+		case "done":
+			var fd messages.FetchDone
+			md, err := m.Metadata()
+			if err != nil || messages.Decode(m.Data(), &fd) != nil || fd.Expired || fd.Retry {
+				break
+			}
+			h := pt.hosts[fd.Host]
+			if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID {
+				// Stale, or its task is recorded by the pending step.
+				pt.waitsForStep(md.Sequence.Stream, fd, now)
+				break
+			}
+			if h.unrecorded {
+				pt.waitsForStep(md.Sequence.Stream, fd, now)
+				pt.held = append(pt.held, heldDone{msg: m, host: fd.Host, taskID: fd.TaskID})
+				continue
+			}
+			cands = append(cands, cand{m, md.Sequence.Stream, fd})
+			continue
+		}
+		pt.carry = append(pt.carry, m)
+	}
+	if len(cands) == 0 {
+		return
+	}
+	seqs := make([]uint64, len(cands))
+	for i, c := range cands {
+		seqs[i] = c.seq
+	}
+	replayed, err := pt.s.o.Store.Applied(ctx, pt.p, seqs)
+	for i, c := range cands {
+		h := pt.hosts[c.fd.Host]
+		var nb time.Time
+		var capped bool
+		if h != nil {
+			nb, capped = pt.rest(c.fd, now)
+		}
+		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
+			h.next == nil || !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) {
+			pt.waitsForStep(c.seq, c.fd, now)
+			pt.carry = append(pt.carry, c.m) // the next step, as usual
+			continue
+		}
+		freed := store.Done{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}
+		if !nothingSent(c.fd) {
+			h.rest = nb.Sub(now)
+		}
+		pt.remember(nil, []messages.FetchDone{c.fd}, []store.Done{freed}, now)
+		reqs := pt.issues([]string{h.name}, now)
+		pt.publishReserved(ctx, reqs)
+		t := reqs[0].Next.Task(pt.p, reqs[0])
+		pt.setTask(h, &t)
+		h.unrecorded = true
+		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed, issue: reqs[0]})
+	}
+}
+
+// takeDue publishes, while a step is pending, the reserved tasks of hosts
+// due now: the next step records them (pre, without a message), as it does
+// for a done report's reserved task (take). A due host without a
+// reservation needs a write to pop its task: it waits for the step (later),
+// which is hurried.
+// With --max-pages every issue takes budget in the store first: nothing is
+// taken here.
+func (pt *partition) takeDue(ctx context.Context, now time.Time) {
+	if !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut {
+		return
+	}
+	var reqs []store.Issue
+	hurry := false
+	defer func() {
+		if e, ok := pt.s.o.Store.(store.Early); ok && hurry {
+			e.Hurry()
+		}
+	}()
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(reqs) < maxIssue {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		switch {
+		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
+		case h.inFlight == nil && h.queued > 0:
+			pt.later = append(pt.later, h.name)
+			hurry = true // its pop waits for the pending step
+		case h.inFlight == nil && h.nextAt.After(now):
+			pt.later = append(pt.later, h.name)
+		case h.inFlight == nil:
+			delete(pt.hosts, h.name) // nothing queued and its gap is over
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	pt.publishReserved(ctx, reqs)
+	for _, r := range reqs {
+		t := r.Next.Task(pt.p, r)
+		h := pt.hosts[r.Host]
+		pt.setTask(h, &t)
+		h.unrecorded = true
+		pt.pre = append(pt.pre, preDone{issue: r})
+	}
+}
+
+// reschedule puts the hosts that waited for the step (later) back in the
+// ready heap.
+func (pt *partition) reschedule(now time.Time) {
+	for _, name := range pt.later {
+		if h := pt.hosts[name]; h != nil {
+			pt.schedule(h, now)
+		}
+	}
+	pt.later = pt.later[:0]
 }
 
 func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messages.FetchDone, again *[]messages.FetchDone) error {
@@ -580,6 +979,13 @@ func (s *Service) rule() politeness.Rule {
 	return politeness.Rule{Delay: s.o.Delay, Factor: s.o.Factor, MaxCrawlDelay: s.o.MaxCrawlDelay, MaxGap: s.o.MaxGap}
 }
 
+// nothingSent tells whether fd's fetch sent nothing to the host: robots.txt
+// (known already) forbade the URL, or the host was given up or refused, or
+// its name does not exist.
+func nothingSent(fd messages.FetchDone) bool {
+	return fd.Disallowed && fd.Duration == 0 || fd.NoSuchHost || fd.ErrorKind == kindBlocked
+}
+
 // failed tells whether a fetch counts towards a host's failure backoff: no
 // answer, or a server error.
 func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "" || fd.Status >= 500 }
@@ -587,7 +993,16 @@ func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "
 // restUntil is when a host may be fetched again after fd: the politeness
 // rule's rest, failure backoff included, capped by the max gap.
 func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
-	if fd.Disallowed && fd.Duration == 0 || fd.NoSuchHost || fd.ErrorKind == kindBlocked {
+	at, capped := pt.rest(fd, now)
+	if capped {
+		pt.s.Stats.CrawlDelayCapped.Add(1)
+	}
+	return at
+}
+
+// rest is restUntil without counting a capped Crawl-delay.
+func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool) {
+	if nothingSent(fd) {
 		// Nothing was sent to the host (robots.txt, known already,
 		// forbids the URL, or the host was given up or refused; its name
 		// does not exist): the rest since its last request is still
@@ -596,9 +1011,9 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 		// not one URL per --politeness-delay or failure backoff (up to the
 		// max gap per URL with --ignore-robots).
 		if h := pt.hosts[fd.Host]; h != nil && h.nextAt.After(now) {
-			return h.nextAt
+			return h.nextAt, false
 		}
-		return now
+		return now, false
 	}
 	failures := 0
 	if h := pt.hosts[fd.Host]; h != nil {
@@ -616,10 +1031,7 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 	// server's clock. The report's trip back is the safety margin; issuing
 	// ahead still hides the trip out to the fetcher.
 	rest, capped := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, failures)
-	if capped {
-		pt.s.Stats.CrawlDelayCapped.Add(1)
-	}
-	return now.Add(rest)
+	return now.Add(rest), capped
 }
 
 // remember mirrors an applied batch in memory; freed[i] is done[i] as the
@@ -939,7 +1351,7 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 		h := pt.host(tasks[i].Task.Host)
 		h.queued--
 		pt.setTask(h, &tasks[i])
-		h.next = tasks[i].Next
+		h.next, h.unrecorded = tasks[i].Next, false
 		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
 	}
@@ -948,6 +1360,10 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 			// Cannot happen while the reservation rules hold (see
 			// host.next): the store no longer had the entry published.
 			pt.log.Error("a reserved task was published but its queue entry was gone; its fetch will be a stale report", "host", r.Host, "task", r.Next.TaskID, "url", r.Next.Queued.Link.URL)
+			if h := pt.hosts[r.Host]; h != nil && h.unrecorded {
+				pt.setTask(h, nil)
+				h.unrecorded = false
+			}
 		}
 	}
 	for _, name := range due {

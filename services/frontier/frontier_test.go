@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,5 +616,258 @@ func TestReservedNextTask(t *testing.T) {
 	}
 	if _, _, ok := h.task(200 * time.Millisecond); ok {
 		t.Error("a fifth task")
+	}
+}
+
+// slowSteps is a bbolt store whose steps wait for a gate while it is
+// closed: a step pending for as long as the test likes.
+type slowSteps struct {
+	*store.Bolt
+	closed atomic.Bool
+	gate   chan struct{}
+}
+
+func (s *slowSteps) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	if s.closed.Load() {
+		<-s.gate
+	}
+	return s.Bolt.StepEarly(ctx, p, r, early)
+}
+
+// While a step is pending, a done report of a task recorded by a committed
+// step publishes the host's reserved task at once; the done report of that
+// task (not yet recorded) waits until its record is durable, and then the
+// host goes on; nothing is issued twice and the store ends empty.
+func TestDoneWhileAStepIsPending(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
+	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	next := func(want string) messages.FetchTask {
+		t.Helper()
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("no task, want %s", want)
+		}
+		if task.URL != want {
+			t.Fatalf("task %s, want %s", task.URL, want)
+		}
+		return task
+	}
+	a1 := next("http://a.example/1")
+	st.closed.Store(true)
+	h.enqueue("http://b.example/1") // its step waits at the gate
+	deadline := time.Now().Add(3 * time.Second)
+	for svc.Stats.Enqueued.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.done(a1, false)
+	a2 := next("http://a.example/2") // published while the step waits
+	h.done(a2, false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("%s issued before the task it follows was recorded", task.URL)
+	}
+	st.closed.Store(false)
+	close(st.gate)
+	got := map[string]messages.FetchTask{}
+	for range 2 {
+		task, _, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatalf("only %v issued after the gate opened", got)
+		}
+		got[task.URL] = task
+	}
+	for _, u := range []string{"http://b.example/1", "http://a.example/3"} {
+		if _, ok := got[u]; !ok {
+			t.Errorf("%s not issued (got %v)", u, got)
+		}
+		h.done(got[u], false)
+	}
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a further task: %s", task.URL)
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		s, err := b.Stats(context.Background(), []int{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InFlight == 0 && s.Queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store not empty: %+v", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := svc.Stats.Reserved.Load(); n < 2 {
+		t.Errorf("reserved tasks = %d, want 2 or more", n)
+	}
+}
+
+// While a step is pending, a host that comes due on the timer publishes its
+// reserved task at once, without waiting for that step: the next step
+// records it.
+func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
+	const delay = 150 * time.Millisecond
+	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+		Delay: delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// Open the gate before Run is stopped, also when the test fails: a
+	// stop finishes the pending step.
+	openGate := sync.OnceFunc(func() { st.closed.Store(false); close(st.gate) })
+	defer openGate()
+	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	h.enqueue("http://a.example/1", "http://a.example/2")
+	a1, _, ok := h.task(3 * time.Second)
+	if !ok {
+		t.Fatal("no first task")
+	}
+	h.done(a1, false)
+	waitFor(t, "the done report applied", func() bool { return svc.Stats.Done.Load() == 1 })
+	st.closed.Store(true)
+	h.enqueue("http://b.example/1") // its step waits at the gate
+	a2, _, ok := h.task(3 * time.Second)
+	if !ok || a2.URL != "http://a.example/2" {
+		t.Fatalf("task %q (ok %v) while a step was pending; want a.example/2 from its reservation", a2.URL, ok)
+	}
+	openGate()
+	b1, _, ok := h.task(3 * time.Second)
+	if !ok || b1.URL != "http://b.example/1" {
+		t.Fatalf("task %q (ok %v) after the gate opened; want b.example/1", b1.URL, ok)
+	}
+	h.done(a2, false)
+	h.done(b1, false)
+	waitFor(t, "the store empty", func() bool {
+		s, err := b.Stats(context.Background(), []int{0})
+		return err == nil && s.InFlight == 0 && s.Queued == 0
+	})
+	if n := svc.Stats.Reserved.Load(); n < 1 {
+		t.Errorf("reserved tasks = %d, want 1 or more", n)
+	}
+}
+
+// hurrySteps is a bbolt store that notes each issuing step's Hurry.
+type hurrySteps struct {
+	*store.Bolt
+	mu              sync.Mutex
+	hurried, paced  int
+	unreservedPaced int // steps with a task not from a reservation, not hurried
+}
+
+func (s *hurrySteps) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	if len(r.Issue) > 0 {
+		s.mu.Lock()
+		if r.Hurry {
+			s.hurried++
+		} else {
+			s.paced++
+			for _, i := range r.Issue {
+				if i.Next == nil {
+					s.unreservedPaced++
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return s.Bolt.StepEarly(ctx, p, r, early)
+}
+
+// A step that only records tasks already published from reservations, for
+// hosts that rest longer than the group commit's pacing, waits for company
+// (Hurry false); with no delay, or for a task not yet published, it is
+// urgent.
+func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
+	for _, tc := range []struct {
+		delay     time.Duration
+		wantPaced bool
+	}{{0, false}, {250 * time.Millisecond, true}} {
+		t.Run(tc.delay.String(), func(t *testing.T) {
+			js, names := testbus.Start(t, 1)
+			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			st := &hurrySteps{Bolt: b}
+			svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
+				Delay: tc.delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- svc.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-ran; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+			h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+			h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4")
+			for range 4 {
+				task, _, ok := h.task(5 * time.Second)
+				if !ok {
+					t.Fatal("a task missing")
+				}
+				h.done(task, false)
+			}
+			waitFor(t, "the store empty", func() bool {
+				s, err := b.Stats(context.Background(), []int{0})
+				return err == nil && s.InFlight == 0 && s.Queued == 0
+			})
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.unreservedPaced > 0 {
+				t.Errorf("%d tasks not from a reservation in steps that were not hurried", st.unreservedPaced)
+			}
+			if tc.wantPaced && st.paced == 0 {
+				t.Errorf("every issuing step hurried (%d) with a %s rest", st.hurried, tc.delay)
+			}
+			if !tc.wantPaced && st.paced > 0 {
+				t.Errorf("%d issuing steps waited for company with no delay", st.paced)
+			}
+		})
+	}
+}
+
+// waitFor polls ok until it holds, or fails the test after 5 s.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -1,0 +1,54 @@
+package frontier
+
+import (
+	"time"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+)
+
+// When a step's commit is urgent. The embedded store paces its commits
+// (store.Early: one per PaceInterval under load) and a partition's loop does
+// not wait for them, so a commit is worth hurrying only when a host waits
+// for it: see docs/frontier.md, "Commits by the interval".
+
+// restsBriefly tells whether host name rests too briefly between fetches for
+// the group commit's pacing (see host.rest; a host not yet fetched counts the
+// configured delay).
+func (pt *partition) restsBriefly(name string) bool {
+	e, ok := pt.s.o.Store.(store.Early)
+	if !ok {
+		return false
+	}
+	rest := pt.s.o.Delay
+	if h := pt.hosts[name]; h != nil && h.rest > 0 {
+		rest = h.rest
+	}
+	// Twice the interval: a done report held for a paced step is applied
+	// up to an interval (and an fsync) after it came, and the host's next
+	// task must be at hand before its rest ends.
+	return rest < 2*e.PaceInterval()
+}
+
+// waitsForStep notes a done report taken while a step was pending that
+// waits for a step (held or carried): its host's rest counts from now, when
+// it came. If the host would be due within twice the group commit's
+// interval, the pending step is hurried: the done waits for it, and the host for the
+// done. A host that usually rests longer is not hurried for one URL that
+// cost no request (robots.txt forbade it): that would cost a commit for
+// a few milliseconds of one host.
+func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Time) {
+	if pt.arrived == nil {
+		pt.arrived = map[uint64]time.Time{}
+	}
+	pt.arrived[seq] = now
+	e, ok := pt.s.o.Store.(store.Early)
+	if !ok {
+		return
+	}
+	at, _ := pt.rest(fd, now)
+	soon := at.Before(now.Add(2*e.PaceInterval() + pt.s.o.IssueAhead)) // as restsBriefly
+	if soon && (!nothingSent(fd) || pt.restsBriefly(fd.Host)) {
+		e.Hurry()
+	}
+}
