@@ -1,0 +1,291 @@
+package frontier
+
+// Issuing: which hosts are due, the tasks popped for them or published from
+// their reservations, and their publication on the fetch stream.
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+)
+
+// takeDue publishes, while a step is pending, the reserved tasks of hosts
+// due now: the next step records them (pre, without a message), as it does
+// for a done report's reserved task (take). A due host without a
+// reservation needs a write to pop its task: it waits for the step (later),
+// which is hurried.
+// With --max-pages every issue takes budget in the store first: nothing is
+// taken here.
+func (pt *partition) takeDue(ctx context.Context, now time.Time) {
+	if !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut {
+		return
+	}
+	var reqs []store.Issue
+	hurry := false
+	defer func() {
+		if e, ok := pt.s.o.Store.(store.Early); ok && hurry {
+			e.Hurry()
+		}
+	}()
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(reqs) < maxIssue {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		switch {
+		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
+		case h.inFlight == nil && h.queued > 0:
+			pt.later = append(pt.later, h.name)
+			hurry = true // its pop waits for the pending step
+		case h.inFlight == nil && h.nextAt.After(now):
+			pt.later = append(pt.later, h.name)
+		case h.inFlight == nil:
+			delete(pt.hosts, h.name) // nothing queued and its gap is over
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	pt.publishReserved(ctx, reqs)
+	for _, r := range reqs {
+		t := r.Next.Task(pt.p, r)
+		h := pt.hosts[r.Host]
+		pt.setTask(h, &t)
+		h.unrecorded = true
+		pt.pre = append(pt.pre, preDone{issue: r})
+	}
+}
+
+// reschedule puts the hosts that waited for the step (later) back in the
+// ready heap.
+func (pt *partition) reschedule(now time.Time) {
+	for _, name := range pt.later {
+		if h := pt.hosts[name]; h != nil {
+			pt.schedule(h, now)
+		}
+	}
+	pt.later = pt.later[:0]
+}
+
+// issueDue issues one task for every host whose politeness gap has passed.
+func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
+	due, err := pt.due(ctx, now)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	var tasks []store.InFlight
+	var sent bool
+	reqs := pt.issues(due, now) // the same task IDs on a retry
+	pt.publishReserved(ctx, reqs)
+	if err := bus.Retry(ctx, "pop queues", pt.log.Warn, nil, func() (err error) {
+		tasks, err = store.PopEarly(ctx, pt.s.o.Store, pt.p, reqs, func(t []store.InFlight) { sent = pt.publishEarly(ctx, t) })
+		return err
+	}); err != nil {
+		return err
+	}
+	return pt.issued(ctx, due, reqs, tasks, now, sent)
+}
+
+// due takes the hosts whose politeness gap has passed (or ends within
+// IssueAhead) off the ready heap, within the crawl's page budget.
+func (pt *partition) due(ctx context.Context, now time.Time) ([]string, error) {
+	if pt.budgetOut {
+		return nil, nil
+	}
+	var due []string
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(due) < maxIssue {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		switch {
+		case h.inFlight == nil && h.queued > 0:
+			due = append(due, h.name)
+		case h.inFlight == nil && !h.nextAt.After(now):
+			delete(pt.hosts, h.name) // nothing queued and its gap is over
+		}
+		// A host with nothing queued whose gap is still running stays
+		// known (unscheduled) until a URL arrives; gauge forgets it later.
+	}
+	if len(due) == 0 || pt.s.o.MaxPages <= 0 {
+		return due, nil
+	}
+	var granted int
+	if err := bus.Retry(ctx, "take budget", pt.log.Warn, nil, func() (err error) {
+		granted, err = pt.s.o.Store.TakeBudget(ctx, len(due), pt.s.o.MaxPages)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if granted < len(due) {
+		pt.budgetOut = true
+		pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
+		for _, name := range due[granted:] {
+			pt.schedule(pt.hosts[name], now)
+		}
+		due = due[:granted]
+	}
+	return due, nil
+}
+
+// issues are the store's pop requests for the due hosts.
+func (pt *partition) issues(due []string, now time.Time) []store.Issue {
+	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
+	reqs := make([]store.Issue, len(due))
+	for i, name := range due {
+		id := nuid.Next()
+		if pt.s.early {
+			id = "" // derived by the store from the queue entry
+		}
+		reqs[i] = store.Issue{Host: name, TaskID: id, IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
+		h := pt.hosts[name]
+		if h.nextAt.After(now) {
+			reqs[i].NotBefore = h.nextAt
+			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
+		}
+		if pt.s.early && h.next != nil {
+			reqs[i].Next = h.next
+		}
+		h.next = nil // used, or to be read again by this pop
+	}
+	return reqs
+}
+
+// publishReserved publishes the reserved tasks of reqs (Issue.Next) before
+// the write that records them, once, and remembers their IDs in published
+// so that neither the early hand-over nor issued publishes them again. A
+// task that did not go out is published with the others after the pop,
+// under the same message ID. Crash safety: docs/frontier.md ("The reserved
+// next task").
+func (pt *partition) publishReserved(ctx context.Context, reqs []store.Issue) {
+	var tasks []store.InFlight
+	for _, r := range reqs {
+		if r.Next != nil {
+			tasks = append(tasks, r.Next.Task(pt.p, r))
+		}
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	msgs, ids := pt.taskMsgs(tasks)
+	if bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) != nil {
+		return
+	}
+	if pt.published == nil {
+		pt.published = map[string]bool{}
+	}
+	for _, t := range tasks {
+		pt.published[t.Task.ID] = true
+	}
+	pt.s.Stats.Reserved.Add(int64(len(tasks)))
+}
+
+// issued records the tasks popped for the due hosts (reqs) in memory, with
+// their hosts' reservations, and publishes them.
+func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issue, tasks []store.InFlight, now time.Time, sent bool) error {
+	if len(due) == 0 {
+		return nil
+	}
+	issued := make(map[string]bool, len(tasks))
+	for i := range tasks {
+		h := pt.host(tasks[i].Task.Host)
+		h.queued--
+		pt.setTask(h, &tasks[i])
+		h.next, h.unrecorded = tasks[i].Next, false
+		issued[h.name] = true
+		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
+	}
+	for _, r := range reqs {
+		if r.Next != nil && !issued[r.Host] {
+			// Cannot happen while the reservation rules hold (see
+			// host.next): the store no longer had the entry published.
+			pt.log.Error("a reserved task was published but its queue entry was gone; its fetch will be a stale report", "host", r.Host, "task", r.Next.TaskID, "url", r.Next.Queued.Link.URL)
+			if h := pt.hosts[r.Host]; h != nil && h.unrecorded {
+				pt.setTask(h, nil)
+				h.unrecorded = false
+			}
+		}
+	}
+	for _, name := range due {
+		if h := pt.hosts[name]; h != nil && !issued[name] {
+			// Its queue was empty after all, or dropped by the host's
+			// budget: nothing is left to issue.
+			h.queued = 0
+			pt.schedule(h, now)
+		}
+	}
+	pt.s.Stats.Issued.Add(int64(len(tasks)))
+	fresh := pt.unseen(tasks)
+	for _, t := range tasks {
+		delete(pt.published, t.Task.ID)
+	}
+	if sent || len(fresh) == 0 {
+		return nil
+	}
+	return pt.publish(ctx, fresh)
+}
+
+// unseen are tasks less those already published before the partition
+// loaded: the replay of a step whose commit a crash lost pops the same
+// queue entries again, under the same derived IDs.
+func (pt *partition) unseen(tasks []store.InFlight) []store.InFlight {
+	if len(pt.published) == 0 {
+		return tasks
+	}
+	var out []store.InFlight
+	for _, t := range tasks {
+		if !pt.published[t.Task.ID] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// publishEarly publishes tasks the store popped in a write not yet durable
+// (store.Early), once, so that a host's next task leaves while the commit
+// runs, and reports whether they all went out; if not, issued publishes them
+// after the write, retrying, under the same message IDs. Crash safety:
+// docs/frontier.md ("Issuing before the commit").
+func (pt *partition) publishEarly(ctx context.Context, tasks []store.InFlight) bool {
+	if tasks = pt.unseen(tasks); len(tasks) == 0 {
+		return true
+	}
+	msgs, ids := pt.taskMsgs(tasks)
+	return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) == nil
+}
+
+// publish sends tasks to the fetchers; the task ID is the message ID.
+func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error {
+	msgs, ids := pt.taskMsgs(tasks)
+	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+}
+
+// taskMsgs are the fetch task messages of tasks and their message IDs.
+func (pt *partition) taskMsgs(tasks []store.InFlight) ([]*nats.Msg, []string) {
+	msgs := make([]*nats.Msg, len(tasks))
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		data, _ := messages.Encode(&t.Task)
+		msgs[i] = nats.NewMsg(pt.s.o.Names.Fetch(pt.p))
+		msgs[i].Data = data
+		if !t.Task.NotBefore.IsZero() {
+			msgs[i].Header.Set(messages.HeaderNotBefore, strconv.FormatInt(t.Task.NotBefore.UnixNano(), 10))
+		}
+		ids[i] = "task:" + t.Task.ID
+	}
+	return msgs, ids
+}

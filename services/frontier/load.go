@@ -1,0 +1,110 @@
+package frontier
+
+// Loading a partition from its store: at start, after a restart or a move
+// of ownership, and when the store is found ahead of memory.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+)
+
+// load rebuilds memory from the store: queued hosts become due now, tasks in
+// flight keep their leases. A task recorded in flight but never published
+// (a crash between the two) is published again; see unpublished.
+func (pt *partition) load(ctx context.Context) error {
+	var st store.PartitionState
+	if err := bus.Retry(ctx, "load partition", pt.log.Warn, nil, func() (err error) {
+		st, err = pt.s.o.Store.Load(ctx, pt.p)
+		return err
+	}); err != nil {
+		return err
+	}
+	pt.applied = st.Applied
+	now := time.Now()
+	var inFlight []store.InFlight
+	for _, hs := range st.Hosts {
+		h := pt.host(hs.Host)
+		h.queued = hs.Queued
+		pt.setTask(h, hs.InFlight)
+		h.nextAt = hs.NotBefore // politeness holds across the restart
+		if h.inFlight != nil {
+			pt.leases.push(h.inFlight.LeaseUntil, h.name, h.inFlight.Task.ID)
+			inFlight = append(inFlight, *h.inFlight)
+		}
+		pt.schedule(h, now)
+	}
+	if len(inFlight) == 0 && !pt.s.early {
+		return nil
+	}
+	var lost []store.InFlight
+	if err := bus.Retry(ctx, "find unpublished tasks", pt.log.Warn, nil, func() (err error) {
+		lost, err = pt.unpublished(ctx, inFlight)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		pt.log.Info("publishing tasks recorded but not published before the last stop", "tasks", len(lost))
+		return pt.publish(ctx, lost)
+	}
+	return nil
+}
+
+// unpublished returns the tasks that are neither waiting in the fetch stream
+// nor reported in a done message. A fetcher publishes a task's done message
+// before it acks (and so removes) the task, so reading the fetch stream first
+// and the done messages second cannot miss a task that moves between them.
+// Both reads are bounded by the tasks in flight: one per host.
+func (pt *partition) unpublished(ctx context.Context, tasks []store.InFlight) ([]store.InFlight, error) {
+	seen := map[string]bool{}
+	scan := func(stream, subject string, id func([]byte) string) error {
+		st, err := pt.s.o.JS.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		for seq := uint64(1); ; seq++ {
+			m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			seen[id(m.Data)] = true
+			seq = m.Sequence
+		}
+	}
+	taskID := func(data []byte) string {
+		var t messages.FetchTask
+		_ = messages.Decode(data, &t)
+		return t.ID
+	}
+	doneID := func(data []byte) string {
+		var d messages.FetchDone
+		_ = messages.Decode(data, &d)
+		return d.TaskID
+	}
+	if err := scan(pt.s.o.Names.StreamFetch(), pt.s.o.Names.Fetch(pt.p), taskID); err != nil {
+		return nil, err
+	}
+	if err := scan(pt.s.o.Names.StreamFrontier(), pt.s.o.Names.FrontierDone(pt.p), doneID); err != nil {
+		return nil, err
+	}
+	var lost []store.InFlight
+	for _, t := range tasks {
+		if !seen[t.Task.ID] {
+			lost = append(lost, t)
+		}
+	}
+	if pt.s.early {
+		pt.published = seen
+	}
+	return lost, nil
+}

@@ -1,0 +1,324 @@
+package frontier
+
+// A partition's state in memory and its loop: one goroutine per owned
+// partition takes intake, timers and its pending step's events in turn, so
+// nothing here needs a lock.
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
+)
+
+// host is the in-memory view of one host of the partition.
+type host struct {
+	name      string
+	queued    int
+	inFlight  *store.InFlight
+	nextAt    time.Time // politeness: earliest time of the next request
+	scheduled bool      // an entry for it is in the ready heap
+	failures  int       // consecutive fetches without an answer or with a 5xx
+	// next is the host's reserved next task (store.Next), read by the
+	// pop of its task in flight, in a write already durable: published as
+	// soon as the host is due again, before the write that records it.
+	// Dropped when a URL ranked above it arrives or the task in flight
+	// goes back to the queue; memory only (none after a restart).
+	next *store.Next
+	// unrecorded: the task in flight was published from the reservation
+	// while a step was pending, and the write that records it has not
+	// committed yet; its done report waits (partition.held) until it has.
+	unrecorded bool
+	// rest is the politeness gap its last done report gave it (zero before
+	// one): a host that rests less than the group commit's pacing needs
+	// the step recording its task committed at once (urgent).
+	rest time.Duration
+}
+
+type partition struct {
+	s       *Service
+	p       int
+	log     *slog.Logger
+	cons    jetstream.Consumer
+	batches int // applied so far, to trim the intake log now and then
+	// applied counts intake batches applied to the store (Store.Apply wants
+	// an increasing number); which messages were applied is the intake log
+	// (Store.Applied / MarkApplied).
+	applied   uint64
+	hosts     map[string]*host
+	ready     timeHeap // hosts waiting for their politeness gap
+	leases    timeHeap // tasks in flight, by lease end
+	budgetOut bool
+	// published are the task IDs found in the fetch stream or in done
+	// reports when the partition loaded (early stores only): a replayed
+	// step that pops one of them again is not published again.
+	published map[string]bool
+
+	gaugedAt time.Time
+	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
+
+	// While a step is pending (early stores only), intake waits for the
+	// next step in carry (as it came) and pre (done reports that already
+	// published their host's reserved task), or in held (done reports of
+	// tasks whose recording step has not committed). See take.
+	carry []jetstream.Msg
+	pre   []preDone
+	held  []heldDone
+	// arrived: when the done reports in carry and held came, by stream
+	// sequence; their host's rest counts from then, not from their step.
+	arrived map[uint64]time.Time
+	// later: hosts that came due while a step was pending without a
+	// reservation; their pop needs a write, so they wait for the step.
+	later []string
+}
+
+// preDone is a done report taken while a step was pending: its host was
+// freed in memory and its reserved task published; the next step applies
+// the done and records the task (issue). Without msg it is a host that came
+// due on the timer (takeDue): only the issue.
+type preDone struct {
+	msg   jetstream.Msg
+	seq   uint64
+	done  store.Done
+	issue store.Issue
+}
+
+// heldDone is a done report of a task not yet recorded by a committed step.
+type heldDone struct {
+	msg          jetstream.Msg
+	host, taskID string
+}
+
+// pending is a step running on its own goroutine; its early hand-over
+// and its outcome come back to the loop on ev, in that order.
+type pending struct {
+	ev          chan stepEvent
+	req         store.StepRequest
+	due         []string
+	keep, redel []jetstream.Msg
+	again       []messages.FetchDone
+	now         time.Time
+	sent        bool
+}
+
+type stepEvent struct {
+	early bool
+	res   store.StepResult
+	err   error
+}
+
+func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
+	work := context.WithoutCancel(ctx) // finish the step in hand on shutdown
+	select {
+	case pt.s.loading <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	err := pt.load(work)
+	<-pt.s.loading
+	if err != nil {
+		return err
+	}
+	msgs, err := bus.PullBatches(ctx, cons, maxBatch)
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var pend *pending // the step in progress, if any: one at a time
+	// finish waits for the pending step's outcome and completes it.
+	finish := func() error {
+		for pend != nil {
+			if err := pt.event(work, &pend, <-pend.ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	stop := func() error {
+		// Finish the step in hand and what waits for the next one, so
+		// a clean stop leaves no task published unrecorded.
+		for pend != nil || len(pt.pre) > 0 {
+			if err := finish(); err != nil {
+				return err
+			}
+			if len(pt.pre) > 0 || len(pt.carry) > 0 {
+				batch, pre := pt.carry, pt.pre
+				pt.carry, pt.pre = nil, nil
+				var err error
+				if pend, err = pt.apply(work, batch, pre); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for {
+		now := time.Now()
+		if pend == nil {
+			if err := pt.expireLeases(work, now); err != nil {
+				return err
+			}
+			// Due hosts with a reservation go out now and are recorded
+			// by a step that waits for company; the others are popped
+			// by an urgent write, as before.
+			pt.takeDue(work, now)
+			pt.reschedule(now)
+			var err error
+			if len(pt.carry) > 0 || len(pt.pre) > 0 {
+				batch, pre := pt.carry, pt.pre
+				pt.carry, pt.pre = nil, nil
+				pend, err = pt.apply(work, batch, pre)
+			} else {
+				err = pt.issueDue(work, now)
+			}
+			if err != nil {
+				return err
+			}
+			if pend != nil && !pt.s.early {
+				if err := finish(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if pend != nil {
+			pt.takeDue(work, now)
+		}
+		pt.gauge(now)
+		wake := pt.nextWake(now)
+		in, ev := msgs, (<-chan stepEvent)(nil)
+		if pend != nil {
+			// The step's outcome wakes the loop too; leases wait for it.
+			wake = pt.nextDue(now)
+			ev = pend.ev
+			if len(pt.carry)+len(pt.pre)+len(pt.held) >= maxBatch {
+				in = nil // enough for the next step
+			}
+		}
+		timer.Reset(wake)
+		select {
+		case <-ctx.Done():
+			return stop()
+		case m, ok := <-in:
+			if !ok {
+				return stop()
+			}
+			batch := bus.Drain(in, []jetstream.Msg{m}, maxBatch)
+			if pend == nil {
+				p, err := pt.apply(work, batch, nil)
+				if err != nil {
+					return err
+				}
+				pend = p
+				if pend != nil && !pt.s.early {
+					if err := finish(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			pt.take(work, batch, time.Now())
+		case e := <-ev:
+			if err := pt.event(work, &pend, e); err != nil {
+				return err
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// event handles one event of the pending step: its early hand-over
+// (publish the tasks) or its outcome (complete it; *pend becomes nil).
+func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) error {
+	p := *pend
+	if e.early {
+		if pt.publishEarly(ctx, e.res.Tasks) {
+			p.sent = true
+		}
+		return nil
+	}
+	*pend = nil
+	if e.err != nil {
+		return e.err
+	}
+	return pt.stepped(ctx, p, e.res)
+}
+
+func (pt *partition) host(name string) *host {
+	h := pt.hosts[name]
+	if h == nil {
+		h = &host{name: name}
+		pt.hosts[name] = h
+	}
+	return h
+}
+
+// schedule puts h in the ready heap if it can take a task. A host with
+// nothing queued is kept until its politeness gap has passed (a link to it
+// may arrive any moment, from the very page just fetched) and forgotten
+// then, so memory follows the live hosts only.
+func (pt *partition) schedule(h *host, now time.Time) {
+	if h.inFlight != nil {
+		return
+	}
+	if h.queued <= 0 && !h.nextAt.After(now) {
+		delete(pt.hosts, h.name)
+		return
+	}
+	if !h.scheduled {
+		h.scheduled = true
+		pt.ready.push(maxTime(h.nextAt, now), h.name, "")
+	}
+}
+
+// nextDue is how long until the ready heap's first host is due (at most a
+// second): the wake while a step is pending (takeDue).
+func (pt *partition) nextDue(now time.Time) time.Duration {
+	next := now.Add(time.Second)
+	if pt.s.o.MaxPages <= 0 && !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
+func (pt *partition) nextWake(now time.Time) time.Duration {
+	next := now.Add(time.Second) // also re-check periodically
+	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
+	}
+	if pt.leases.Len() > 0 && pt.leases.peek().at.Before(next) {
+		next = pt.leases.peek().at
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
+// setTask records t as h's task in flight (nil: none), keeping the in-flight
+// gauge exact: it is the store's count of tasks in flight at every step,
+// which is what status shows.
+func (pt *partition) setTask(h *host, t *store.InFlight) {
+	d := int64(0)
+	switch {
+	case h.inFlight == nil && t != nil:
+		d = 1
+	case h.inFlight != nil && t == nil:
+		d = -1
+	}
+	h.inFlight = t
+	if d != 0 {
+		pt.gauged[3] += d
+		pt.s.Gauges.InFlight.Add(d)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
