@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -39,12 +40,12 @@ func boltBackend(t testing.TB) opener {
 func redisBackend(addrs []string) backend { return redisBackendMode(addrs, false) }
 
 // redisBackendMode is redisBackend, optionally against Redis Cluster.
-func redisBackendMode(addrs []string, cluster bool) backend {
+func redisBackendMode(addrs []string, cluster bool, opts ...RedisOption) backend {
 	return func(t testing.TB) opener {
 		prefix := randomPrefix(t)
 		t.Cleanup(func() { deleteKeys(t, addrs, prefix) })
 		return func() Store {
-			s, err := OpenRedis(context.Background(), addrs, cluster, prefix)
+			s, err := OpenRedis(context.Background(), addrs, cluster, prefix, opts...)
 			if err != nil {
 				t.Fatalf("OpenRedis: %v", err)
 			}
@@ -119,3 +120,11 @@ func redisAddr(t testing.TB) string {
 }
 
 func pingAddr(addr string) error { return testredis.Ping(addr) }
+
+// withReadTimeout raises the client's read timeout: miniredis runs the
+// store's Lua in an interpreted VM, and under the race detector on a busy
+// machine one script over 10,000 fingerprints took longer than go-redis's
+// 3 s (TestMiniredis/ScanCount failed so in CI).
+func withReadTimeout(d time.Duration) RedisOption {
+	return func(c *redisConn) { c.readTimeout = d }
+}

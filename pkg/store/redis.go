@@ -109,7 +109,7 @@ func newRing(addrs []string, conn redisConn) *redis.Ring {
 	return redis.NewRing(&redis.RingOptions{
 		Addrs:       shards,
 		HeartbeatFn: func(context.Context, *redis.Client) bool { return true },
-		Username:    conn.username, Password: conn.password, TLSConfig: conn.tls,
+		Username:    conn.username, Password: conn.password, TLSConfig: conn.tls, ReadTimeout: conn.readTimeout,
 	})
 }
 

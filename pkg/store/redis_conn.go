@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/tls"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,6 +14,7 @@ type RedisOption func(*redisConn)
 type redisConn struct {
 	username, password string
 	tls                *tls.Config
+	readTimeout        time.Duration // 0: go-redis's (3 s); tests against the slow in-process stand-in raise it
 }
 
 // WithRedisAuth sends AUTH with password (and username for a Redis 6 ACL
@@ -35,9 +37,9 @@ func newRedisConn(opts []RedisOption) redisConn {
 }
 
 func (c redisConn) single(addr string) *redis.Options {
-	return &redis.Options{Addr: addr, Username: c.username, Password: c.password, TLSConfig: c.tls}
+	return &redis.Options{Addr: addr, Username: c.username, Password: c.password, TLSConfig: c.tls, ReadTimeout: c.readTimeout}
 }
 
 func (c redisConn) cluster(addrs []string) *redis.ClusterOptions {
-	return &redis.ClusterOptions{Addrs: addrs, Username: c.username, Password: c.password, TLSConfig: c.tls}
+	return &redis.ClusterOptions{Addrs: addrs, Username: c.username, Password: c.password, TLSConfig: c.tls, ReadTimeout: c.readTimeout}
 }

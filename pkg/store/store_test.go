@@ -66,7 +66,7 @@ func TestRedis(t *testing.T) {
 // the Redis tests when no Redis answers, and its Lua (gopher-lua) is not
 // Redis's.
 func TestMiniredis(t *testing.T) {
-	runSuite(t, redisBackend([]string{miniredis.RunT(t).Addr()}))
+	runSuite(t, redisBackendMode([]string{miniredis.RunT(t).Addr()}, false, withReadTimeout(time.Minute)))
 }
 
 // TestRing runs the suite on a client-side Ring of two throwaway Redis
