@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 )
 
 // commandFlags lists the crawl settings each command acts on; a trailing

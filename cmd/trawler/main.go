@@ -16,8 +16,8 @@ import (
 	"syscall"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/logging"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 type command struct {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"

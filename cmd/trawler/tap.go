@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/bus"
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )

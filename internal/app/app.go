@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/bus"
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/ownership"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/splitter"
@@ -293,7 +293,7 @@ func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
 			MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
 			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry, TraceDir: cfg.TraceDir,
 		}
-		if err := po.Configure(cfg); err != nil {
+		if err := cfg.ParserOptions(&po); err != nil {
 			return nil, err
 		}
 		if cfg.Out != "" || cfg.Archive != "" {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 )
 
 func TestRunPartitionsAreTheDataDirs(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/app"
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/messages"
 )

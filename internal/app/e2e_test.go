@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 // fixture is the small web of the end-to-end tests: three seed hosts, one

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 )
 
 func newFlagSet() *flag.FlagSet {

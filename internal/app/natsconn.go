@@ -4,8 +4,8 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/bus"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 // NATSOptions are cfg's NATS credentials and TLS settings.

@@ -3,7 +3,7 @@ package app
 import (
 	"crypto/tls"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testredis"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 // OpenCluster hands --redis-password (here from TRAWLER_REDIS_PASSWORD, as

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 // logBuffer is a log destination the test reads once the run is over.

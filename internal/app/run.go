@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"

@@ -15,9 +15,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 	"github.com/trawlerhq/trawler/pkg/urlx"
+)
+
+// The scope modes (--scope): which links a crawl follows.
+const (
+	Host   = "host"   // stay on the seeds' hosts
+	Domain = "domain" // stay on the seeds' registrable domains
+	Any    = "any"    // follow every link
 )
 
 // entry is one value in the bucket. Keys: "any", "h.<hex host>", "d.<hex domain>".
@@ -112,11 +118,11 @@ func (s *Scope) Add(ctx context.Context, mode string, seeds []string) error {
 
 func keyFor(mode, host string) (string, entry) {
 	switch mode {
-	case config.ScopeAny:
+	case Any:
 		return "any", entry{Kind: mode}
-	case config.ScopeHost:
+	case Host:
 		return "h." + hex.EncodeToString([]byte(host)), entry{Kind: mode, Value: host}
-	case config.ScopeDomain:
+	case Domain:
 		d := urlx.RegistrableDomain(host)
 		return "d." + hex.EncodeToString([]byte(d)), entry{Kind: mode, Value: d}
 	}
@@ -129,11 +135,11 @@ func keyFor(mode, host string) (string, entry) {
 // read the whole bucket is a host that matches nothing looked up in the
 // bucket itself, so a seed added a moment ago by another process is honoured.
 func (s *Scope) Allows(ctx context.Context, host string) (bool, error) {
-	hostKey, _ := keyFor(config.ScopeHost, host)
+	hostKey, _ := keyFor(Host, host)
 	if s.cached("any", hostKey) {
 		return true, nil
 	}
-	domainKey, _ := keyFor(config.ScopeDomain, host)
+	domainKey, _ := keyFor(Domain, host)
 	if s.cached(domainKey) {
 		return true, nil
 	}

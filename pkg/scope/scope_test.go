@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
-	"github.com/trawlerhq/trawler/pkg/config"
 )
 
 func openScope(t testing.TB) (*Scope, context.Context) {
@@ -41,7 +40,7 @@ func waitSynced(t testing.TB, s *Scope) {
 // and asks the bucket nothing once the watcher is current.
 func TestOutOfScopeHostsAreNotRemembered(t *testing.T) {
 	s, ctx := openScope(t)
-	if err := s.Add(ctx, config.ScopeHost, []string{"http://seed.example/"}); err != nil {
+	if err := s.Add(ctx, Host, []string{"http://seed.example/"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10_000 {
@@ -69,8 +68,8 @@ func TestScopeFromAnotherWriterIsHonoured(t *testing.T) {
 		t.Fatal("allowed before any scope was written")
 	}
 	for _, w := range []struct{ mode, seed, ask string }{
-		{config.ScopeHost, "http://new.example/", "new.example"},
-		{config.ScopeDomain, "http://www.other.example/", "deep.sub.other.example"},
+		{Host, "http://new.example/", "new.example"},
+		{Domain, "http://www.other.example/", "deep.sub.other.example"},
 	} {
 		key, e := keyFor(w.mode, w.seed[len("http://"):len(w.seed)-1])
 		data, _ := json.Marshal(e)
@@ -90,7 +89,7 @@ func TestScopeFromAnotherWriterIsHonoured(t *testing.T) {
 // Before the watcher is current, a miss is looked up in the bucket.
 func TestUnsyncedScopeAsksTheBucket(t *testing.T) {
 	s, ctx := openScope(t)
-	key, e := keyFor(config.ScopeHost, "late.example")
+	key, e := keyFor(Host, "late.example")
 	data, _ := json.Marshal(e)
 	if _, err := s.kv.Put(ctx, key, data); err != nil {
 		t.Fatal(err)
@@ -108,7 +107,7 @@ func TestUnsyncedScopeAsksTheBucket(t *testing.T) {
 // Compare B/op and ns/op with BenchmarkAllowsInScope.
 func BenchmarkAllowsOffScopeHosts(b *testing.B) {
 	s, ctx := openScope(b)
-	_ = s.Add(ctx, config.ScopeHost, []string{"http://seed.example/"})
+	_ = s.Add(ctx, Host, []string{"http://seed.example/"})
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if ok, _ := s.Allows(ctx, fmt.Sprintf("h%d.elsewhere.example", i)); ok {
@@ -119,7 +118,7 @@ func BenchmarkAllowsOffScopeHosts(b *testing.B) {
 
 func BenchmarkAllowsInScope(b *testing.B) {
 	s, ctx := openScope(b)
-	_ = s.Add(ctx, config.ScopeHost, []string{"http://seed.example/"})
+	_ = s.Add(ctx, Host, []string{"http://seed.example/"})
 	b.ReportAllocs()
 	for b.Loop() {
 		if ok, _ := s.Allows(ctx, "seed.example"); !ok {

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/warc"
 )
 

@@ -13,9 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
+
+// DefaultUserAgent identifies the crawler with a contact URL, as polite
+// crawlers do.
+const DefaultUserAgent = "Trawler/0.1 (+https://github.com/trawlerhq/trawler)"
 
 // Defaults used when an HTTPOptions field is left zero.
 const (
@@ -127,7 +130,7 @@ type HTTPOptions struct {
 	// whole type and "*/*" everything. Other responses are recorded without
 	// their body (Response.Skipped).
 	AllowedTypes []string
-	// UserAgent is sent with every request (default config.DefaultUserAgent).
+	// UserAgent is sent with every request (default DefaultUserAgent).
 	UserAgent string
 	// AllowPrivate permits loopback, private, CGNAT, benchmarking and
 	// documentation addresses; refused by default (see guard.go).
@@ -259,7 +262,7 @@ func NewHTTPClient(o HTTPOptions) *HTTPClient {
 		allowed[i] = strings.ToLower(strings.TrimSpace(t))
 	}
 	if strings.TrimSpace(o.UserAgent) == "" {
-		o.UserAgent = config.DefaultUserAgent
+		o.UserAgent = DefaultUserAgent
 	}
 	if o.Resolver == nil {
 		o.Resolver = netResolver{net.DefaultResolver}

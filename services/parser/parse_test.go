@@ -2,13 +2,14 @@ package parser
 
 import (
 	"context"
-	"flag"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/scope"
+	"github.com/trawlerhq/trawler/pkg/topic"
+	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
 // hostScope allows the hosts it lists.
@@ -16,20 +17,45 @@ type hostScope map[string]bool
 
 func (h hostScope) Allows(_ context.Context, host string) (bool, error) { return h[host], nil }
 
-func newTestService(t *testing.T, args ...string) *Service {
+func newTestService(t *testing.T, set ...func(*Options)) *Service {
 	t.Helper()
-	var cfg config.Config
-	if err := cfg.Parse(flag.NewFlagSet("test", flag.ContinueOnError), args); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Scope: hostScope{"a.test": true}, MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength}
-	if err := o.Configure(cfg); err != nil {
-		t.Fatal(err)
+	// The crawl's defaults, as its flags give them (internal/config).
+	o := Options{Scope: hostScope{"a.test": true}, MaxDepth: -1, MaxRedirects: DefaultMaxRedirects,
+		MaxURLLength: DefaultMaxURLLength, MaxPathDepth: DefaultMaxPathDepth,
+		MaxRepeatedSegments: DefaultMaxRepeatedSegments, MaxQueryParams: DefaultMaxQueryParams, Kinds: DefaultKinds}
+	for _, f := range set {
+		f(&o)
 	}
 	return New(o)
+}
+
+// deny is --deny pattern.
+func deny(t *testing.T, pattern string) func(*Options) {
+	f, err := scope.NewFilter(nil, []string{pattern}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *Options) { o.Filter = f }
+}
+
+// dropTracking is --drop-params tracking.
+func dropTracking(o *Options) {
+	o.Rules.DropParams = append(o.Rules.DropParams, urlx.TrackingParams...)
+	o.Rules.DropSessionSegments = true
+}
+
+// scoredBy is --topic text --scoring strategy (relevance threshold 2, the
+// default).
+func scoredBy(t *testing.T, text, strategy string) func(*Options) {
+	tp, err := topic.New(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := topic.NewScorer(tp, strategy, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *Options) { o.Scorer = sc }
 }
 
 func parseHTML(t *testing.T, s *Service, depth int, headers map[string]string, body string) (messages.Parsed, []string, []messages.Link) {
@@ -47,7 +73,7 @@ func parseHTML(t *testing.T, s *Service, depth int, headers map[string]string, b
 }
 
 func TestParseFollowRules(t *testing.T) {
-	s := newTestService(t, "--deny", `/private/`, "--drop-params", "tracking", "--sort-query", "--parsed-text")
+	s := newTestService(t, deny(t, `/private/`), dropTracking, func(o *Options) { o.Rules.SortQuery, o.Text = true, true })
 	body := `<html lang=en><title>T</title><link rel=canonical href="/canon"><h1>Head</h1>
 		<a href="/x?utm_source=n&b=2&a=1">x</a> <a href="/nf" rel="nofollow">nf</a> <a href="/private/p">p</a>
 		<a href="http://elsewhere.test/">out</a> <a href="/x?a=1&b=2">same as the first once cleaned</a>`
@@ -92,7 +118,7 @@ func TestParseTopicalScores(t *testing.T) {
 	onTopic := `<title>Sailing boats</title><p>Our sailing boats and yachts in the harbour.</p><a href=/next>more boats</a>`
 	offTopic := `<title>Pasta</title><p>Boil water.</p><a href=/next>sailing boats</a>`
 
-	best := newTestService(t, "--topic", "sailing boats", "--scoring", "best-first")
+	best := newTestService(t, scoredBy(t, "sailing boats", "best-first"))
 	doc, follow, links := parseHTML(t, best, 1, nil, onTopic)
 	if doc.Relevance == nil || !doc.Relevant || len(follow) != 1 || links[0].Score <= 0 {
 		t.Errorf("best-first, relevant page: relevance %v, followed %+v", doc.Relevance, links)
@@ -106,7 +132,7 @@ func TestParseTopicalScores(t *testing.T) {
 
 	// SharkSearch follows an irrelevant page's links within the depth
 	// bound, scored by their anchors.
-	shark := newTestService(t, "--topic", "sailing boats", "--scoring", "sharksearch")
+	shark := newTestService(t, scoredBy(t, "sailing boats", "sharksearch"))
 	_, follow, links = parseHTML(t, shark, 1, nil, offTopic)
 	if len(follow) != 1 || links[0].Score <= 0 {
 		t.Errorf("sharksearch: followed %+v", links)
@@ -114,7 +140,7 @@ func TestParseTopicalScores(t *testing.T) {
 }
 
 func TestParseRedirectKeepsRules(t *testing.T) {
-	s := newTestService(t, "--drop-params", "tracking")
+	s := newTestService(t, dropTracking)
 	page := messages.Page{URL: "http://a.test/old", Status: 301, Location: "http://a.test/new?utm_source=x", Depth: 2}
 	doc, follow, err := s.parse(context.Background(), page, nil)
 	if err != nil || len(follow) != 1 || follow[0].URL != "http://a.test/new" || follow[0].Depth != 2 || follow[0].Hops != 1 {

@@ -70,6 +70,16 @@ type Options struct {
 	Registerer prometheus.Registerer // may be nil
 }
 
+// Defaults of the limits in Options, as the crawl's flags give them
+// (internal/config maps the flags onto Options).
+const (
+	DefaultMaxURLLength        = 256
+	DefaultMaxPathDepth        = 20
+	DefaultMaxRepeatedSegments = 2
+	DefaultMaxQueryParams      = 20
+	DefaultMaxRedirects        = 5
+)
+
 // Stats are the service's running totals.
 type Stats struct {
 	Pages, Links, Queued, OutOfScope, TooDeep, Invalid atomic.Int64

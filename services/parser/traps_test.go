@@ -56,7 +56,7 @@ func trapPage() (body string, want map[traps.Reason]int64) {
 // Issue 18: a page's trap links are not followed, each is counted by its
 // reason (and in the old total), and they stay listed as outlinks.
 func TestTrapLinksExcluded(t *testing.T) {
-	s := newTestService(t, "--deny", "/private/", "--drop-params", "tracking")
+	s := newTestService(t, deny(t, "/private/"), dropTracking)
 	body, want := trapPage()
 	doc, follow, _ := parseHTML(t, s, 1, nil, body)
 	if w := []string{"/good/one.html", "/calendar?month=2024-06", "/a%2Fa%2Fa%2Fa/ok"}; !slices.Equal(follow, w) {
@@ -77,7 +77,9 @@ func TestTrapLinksExcluded(t *testing.T) {
 	}
 
 	// 0 turns each limit off.
-	off := newTestService(t, "--deny", "/private/", "--max-url-length", "1024", "--max-path-depth", "0", "--max-repeated-segments", "0", "--max-query-params", "0")
+	off := newTestService(t, deny(t, "/private/"), func(o *Options) {
+		o.MaxURLLength, o.MaxPathDepth, o.MaxRepeatedSegments, o.MaxQueryParams = 1024, 0, 0, 0
+	})
 	_, follow, _ = parseHTML(t, off, 1, nil, body)
 	if len(follow) != 12 || off.Stats.Filtered.Load() != 1 || off.Stats.Excluded[traps.Pattern].Load() != 1 {
 		t.Errorf("limits off: followed %d %q, filtered %d", len(follow), follow, off.Stats.Filtered.Load())

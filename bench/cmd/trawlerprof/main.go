@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
-	"github.com/trawlerhq/trawler/pkg/config"
+	"github.com/trawlerhq/trawler/internal/config"
 )
 
 func main() {

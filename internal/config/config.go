@@ -19,14 +19,17 @@ import (
 	"github.com/peterbourgon/ff/v3/ffyaml"
 
 	"github.com/trawlerhq/trawler/pkg/redact"
+	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/services/fetcher"
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
 // Scope modes.
 const (
-	ScopeHost   = "host"   // stay on the seeds' hosts
-	ScopeDomain = "domain" // stay on the seeds' registrable domains
-	ScopeAny    = "any"    // follow every link
+	ScopeHost   = scope.Host   // stay on the seeds' hosts
+	ScopeDomain = scope.Domain // stay on the seeds' registrable domains
+	ScopeAny    = scope.Any    // follow every link
 )
 
 // Config holds every crawl setting. Field comments give the flag and default.
@@ -160,8 +163,9 @@ type Config struct {
 	ArchiveMaxAge  time.Duration // --archive-max-age: complete a file at this age, default 1h
 }
 
-// DefaultUserAgent identifies the crawler with a contact URL, as polite crawlers do.
-const DefaultUserAgent = "Trawler/0.1 (+https://github.com/trawlerhq/trawler)"
+// DefaultUserAgent is the fetcher's: it identifies the crawler with a
+// contact URL, as polite crawlers do.
+const DefaultUserAgent = fetcher.DefaultUserAgent
 
 // Register declares every setting on fs with its default.
 func (c *Config) Register(fs *flag.FlagSet) {
@@ -199,10 +203,10 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RelevanceThreshold, "relevance-threshold", 2, "a page is relevant when its relevance A = 4*title + body similarity (0..5) exceeds this")
 	fs.IntVar(&c.MaxPages, "max-pages", 0, "stop issuing fetches after this many (0: no limit)")
 	fs.IntVar(&c.MaxDepth, "max-depth", -1, "do not follow links deeper than this many hops from a seed (-1: no limit)")
-	fs.IntVar(&c.MaxURLLength, "max-url-length", 256, "drop URLs longer than this")
-	fs.IntVar(&c.MaxPathDepth, "max-path-depth", 20, "drop links whose path has more segments than this, against ever-deeper traps (0: no limit)")
-	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", 2, "drop links in whose path one segment occurs more often than this (/a/b/a/b/a), against looping relative links (0: no limit)")
-	fs.IntVar(&c.MaxQueryParams, "max-query-params", 20, "drop links with more query parameters than this, against query explosions (0: no limit)")
+	fs.IntVar(&c.MaxURLLength, "max-url-length", parser.DefaultMaxURLLength, "drop URLs longer than this")
+	fs.IntVar(&c.MaxPathDepth, "max-path-depth", parser.DefaultMaxPathDepth, "drop links whose path has more segments than this, against ever-deeper traps (0: no limit)")
+	fs.IntVar(&c.MaxRepeatedSegments, "max-repeated-segments", parser.DefaultMaxRepeatedSegments, "drop links in whose path one segment occurs more often than this (/a/b/a/b/a), against looping relative links (0: no limit)")
+	fs.IntVar(&c.MaxQueryParams, "max-query-params", parser.DefaultMaxQueryParams, "drop links with more query parameters than this, against query explosions (0: no limit)")
 	fs.IntVar(&c.MaxPagesPerHost, "max-pages-per-host", 100000, "issue at most this many URLs of one host over the crawl, against spider traps such as endless calendars (0: no limit)")
 	fs.IntVar(&c.MaxQueuePerHost, "max-queue-per-host", 100000, "queue at most this many URLs per host; beyond it the lowest-priority URL is dropped (0: no limit)")
 	fs.DurationVar(&c.PolitenessDelay, "politeness-delay", time.Second, "minimum gap between two requests to one host")
@@ -218,7 +222,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
 	fs.Int64Var(&c.MinTransferRate, "min-transfer-rate", 1024, "least body bytes per second, measured over each 5 s window from the response headers on; a slower body ends as failed (kind slow) with what came (0: off)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
-	fs.IntVar(&c.MaxRedirects, "max-redirects", 5, "redirect hops followed in one chain")
+	fs.IntVar(&c.MaxRedirects, "max-redirects", parser.DefaultMaxRedirects, "redirect hops followed in one chain")
 	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
 	fs.Var((*listFlag)(&c.AllowedTypes), "allowed-types", "content types whose bodies are downloaded, comma-separated; type/* allowed (default text/html,application/xhtml+xml,text/plain)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private (RFC 1918, unique-local), carrier-grade NAT, benchmarking and documentation addresses (link-local and cloud metadata need --allow-link-local too)")

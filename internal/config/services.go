@@ -1,25 +1,25 @@
-package parser
+package config
 
 import (
 	"strings"
 
-	"github.com/trawlerhq/trawler/pkg/config"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/topic"
 	"github.com/trawlerhq/trawler/pkg/urlx"
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
-// Configure sets the parsing settings of o from a crawl's settings: link
-// kinds, canonical rules, link limits, allow and deny patterns, topic and
-// scoring.
-func (o *Options) Configure(cfg config.Config) error {
+// ParserOptions sets the parsing settings of o from the crawl's settings:
+// link kinds, canonical rules, link limits, allow and deny patterns, topic
+// and scoring. The parser knows nothing of flags: this is where they meet.
+func (cfg *Config) ParserOptions(o *parser.Options) error {
 	var err error
 	o.Text = cfg.ParsedText
 	o.MaxURLLength = cfg.MaxURLLength
 	o.MaxPathDepth, o.MaxRepeatedSegments, o.MaxQueryParams = cfg.MaxPathDepth, cfg.MaxRepeatedSegments, cfg.MaxQueryParams
-	o.Kinds = DefaultKinds
+	o.Kinds = parser.DefaultKinds
 	if len(cfg.LinkKinds) > 0 {
-		if o.Kinds, err = ParseKinds(cfg.LinkKinds); err != nil {
+		if o.Kinds, err = parser.ParseKinds(cfg.LinkKinds); err != nil {
 			return err
 		}
 	}
