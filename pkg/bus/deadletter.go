@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -15,13 +14,6 @@ import (
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
-
-// ErrPoison marks an error caused by the message itself (undecodable, wrong
-// version, invalid fields): retrying cannot help, so it is dead-lettered at once.
-var ErrPoison = errors.New("poison message")
-
-// Poison wraps err as ErrPoison.
-func Poison(err error) error { return fmt.Errorf("%w: %w", ErrPoison, err) }
 
 // DeadLetters parks messages a service cannot process on <prefix>.dlq.<service>
 // with the reason, and terminates them so they never block their partition.
