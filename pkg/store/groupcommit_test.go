@@ -287,6 +287,7 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	time.Sleep(3 * interval) // pacing engaged
+	before := 0 // rounds whose results came before their commit
 	for range 5 {
 		start := time.Now()
 		var ranAt time.Duration
@@ -307,9 +308,20 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 		if took := time.Since(start); took > interval/2 {
 			t.Errorf("early write took %s (interval %s)", took, interval)
 		}
-		if commitsAtRan < 0 || g.commits.Load() <= commitsAtRan {
-			t.Errorf("results before the commit: commits %d at ran, %d after", commitsAtRan, g.commits.Load())
+		if commitsAtRan < 0 {
+			t.Error("the early write never heard its results")
 		}
+		if g.commits.Load() > commitsAtRan {
+			before++
+		}
+	}
+	// A caller descheduled while its group commits wakes to both its
+	// results and the commit (seen under -race on a busy machine), so one
+	// round may hear after the commit; all five do only if results wait for
+	// it. (TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds holds a group
+	// open to check the order exactly.)
+	if before == 0 {
+		t.Error("in every round the results came after the commit")
 	}
 }
 
