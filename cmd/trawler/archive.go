@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/trawlerhq/trawler/internal/app"
-	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/services/archive"
 )
 
@@ -27,9 +26,13 @@ func archiveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if dir == "" {
 		dir = cfg.Out // `trawler archive --out DIR` reads naturally
 	}
+	cfg.Archive = dir
+	m, err := app.Lookup("archive")
+	if err != nil {
+		return err
+	}
 	base := newLogger(stderr, cfg)
-	log := base.With("service", "archive")
-	d, err := app.OpenCluster(ctx, cfg, false, "trawler-archive", base)
+	d, err := m.Open(ctx, cfg, base)
 	if err != nil {
 		return err
 	}
@@ -45,23 +48,5 @@ func archiveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "trawler archive: give the directory with --out DIR (or --archive DIR)")
 		return errUsage
 	}
-	a, err := archive.Start(ctx, archive.Options{
-		JS: d.JS, Names: d.Names, Dir: dir, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
-		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
-	})
-	if err != nil {
-		return err
-	}
-	if cfg.MetricsAddr != "" {
-		app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
-	}
-	if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: "archive", Services: []string{"archive"},
-		Gatherer: d.Registry, Log: log}); err != nil {
-		log.Warn("no heartbeat: trawler status will not count this replica", "err", err)
-	}
-	log.Info("started", "dir", dir, "prefix", cfg.Prefix)
-	<-ctx.Done()
-	err = a.Finish(context.WithoutCancel(ctx), false) // completes the open files
-	log.Info("stopped", "err", err)
-	return err
+	return runModule(ctx, m, d, base)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
@@ -98,33 +99,47 @@ func serviceCmd(name string) func(ctx context.Context, args []string, stdout, st
 		if err != nil {
 			return err
 		}
+		m, err := app.Lookup(name)
+		if err != nil {
+			return err
+		}
 		base := newLogger(stderr, cfg)
-		log := base.With("service", name)
-		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, base)
+		d, err := m.Open(ctx, cfg, base)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		svc, err := app.NewService(ctx, name, d)
-		if err != nil {
-			return err
-		}
-		if cfg.MetricsAddr != "" {
-			app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
-		}
-		if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: name, Services: []string{name},
-			Gatherer: d.Registry, Log: log}); err != nil {
-			log.Warn("no heartbeat: trawler status will not count this replica", "err", err)
-		}
-		owned := cfg.Partitions
-		if owned == "" {
-			owned = fmt.Sprintf("all %d", cfg.PartitionCount)
-		}
-		log.Info("started", "partitions", owned, "prefix", cfg.Prefix)
-		err = svc.Run(ctx)
-		log.Info("stopped", "err", err)
+		return runModule(ctx, m, d, base)
+	}
+}
+
+// runModule runs one module in this process until ctx ends: its metrics,
+// its heartbeat for status, a line when it starts and when it stops.
+func runModule(ctx context.Context, m app.Module, d *app.Deps, base *slog.Logger) error {
+	cfg, log := d.Config, base.With("service", m.Name)
+	svc, err := m.New(ctx, d)
+	if err != nil {
 		return err
 	}
+	if cfg.MetricsAddr != "" {
+		app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
+	}
+	if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: m.Name, Services: []string{m.Name},
+		Gatherer: d.Registry, Log: log}); err != nil {
+		log.Warn("no heartbeat: trawler status will not count this replica", "err", err)
+	}
+	owned := cfg.Partitions
+	if owned == "" {
+		owned = fmt.Sprintf("all %d", cfg.PartitionCount)
+	}
+	if m.Name == "archive" {
+		log.Info("started", "dir", cfg.Archive, "prefix", cfg.Prefix)
+	} else {
+		log.Info("started", "partitions", owned, "prefix", cfg.Prefix)
+	}
+	err = svc.Run(ctx)
+	log.Info("stopped", "err", err)
+	return err
 }
 
 func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

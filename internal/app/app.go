@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -22,18 +21,9 @@ import (
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/ownership"
-	"github.com/trawlerhq/trawler/pkg/scope"
-	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
-	"github.com/trawlerhq/trawler/services/dedup"
-	"github.com/trawlerhq/trawler/services/fetcher"
-	"github.com/trawlerhq/trawler/services/frontier"
-	"github.com/trawlerhq/trawler/services/parser"
 )
-
-// Services lists the targets a process can run, in pipeline order.
-var Services = []string{"dedup", "frontier", "fetcher", "parser"}
 
 // Runner is a started-by-Run service: Run returns when ctx ends and the work
 // in hand is finished.
@@ -225,83 +215,4 @@ func (d *Deps) finish(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// NewService builds one target.
-func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
-	cfg := d.Config
-	parts, err := cfg.OwnedPartitions()
-	if err != nil {
-		return nil, err
-	}
-	log := d.Log.With("service", name)
-	switch name {
-	case "dedup":
-		if d.Store == nil {
-			return nil, errors.New("dedup needs a store (--redis)")
-		}
-		return dedup.New(dedup.Options{
-			JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount, Join: d.joiner(ctx, name),
-			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
-			CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
-			ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP, TraceDir: cfg.TraceDir,
-		}), nil
-	case "frontier":
-		if d.Store == nil {
-			return nil, errors.New("frontier needs a store (--redis)")
-		}
-		return frontier.New(frontier.Options{
-			JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, name),
-			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
-			FetchTimeout: cfg.FetchTimeout,
-			IssueAhead:   cfg.IssueAhead,
-			MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
-			Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
-			Log:    log, Registerer: d.Registry,
-		}), nil
-	case "fetcher":
-		res, err := newResolver(cfg, d.Registry)
-		if err != nil {
-			return nil, err
-		}
-		return fetcher.New(fetcher.Options{
-			JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
-			IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
-			Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
-			IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
-			HTTP: fetcher.HTTPOptions{
-				Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
-				AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
-				MinTransferRate: cfg.MinTransferRate,
-			},
-			Log: log, Registerer: d.Registry,
-		}), nil
-	case "parser":
-		sc, err := scope.Open(ctx, d.JS, d.Names)
-		if err != nil {
-			return nil, err
-		}
-		var recent *splitter.Recent
-		if cfg.SplitterCacheSize > 0 {
-			if recent, err = splitter.NewRecent(cfg.SplitterCacheSize); err != nil {
-				return nil, err
-			}
-		}
-		po := parser.Options{
-			Recent: recent,
-			JS:     d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
-			MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
-			MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry, TraceDir: cfg.TraceDir,
-		}
-		if err := cfg.ParserOptions(&po); err != nil {
-			return nil, err
-		}
-		if cfg.Out != "" || cfg.Archive != "" {
-			po.Text = true // run's --out and --archive write the text, read from here
-		}
-		return parser.New(po), nil
-	}
-	known := append([]string(nil), Services...)
-	sort.Strings(known)
-	return nil, fmt.Errorf("unknown service %q (known: %v)", name, known)
 }

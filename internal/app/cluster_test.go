@@ -117,11 +117,15 @@ func startServiceSet(t *testing.T, ctx context.Context, cfg config.Config, names
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, name := range names {
-		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "test-"+name, testLogger(t))
+		m, err := app.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Open(ctx, cfg, testLogger(t))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		svc, err := app.NewService(ctx, name, d)
+		svc, err := m.New(ctx, d)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

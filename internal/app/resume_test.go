@@ -26,10 +26,14 @@ func TestMain(m *testing.M) {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "child-"+name, log)
+		m, err := app.Lookup(name)
+		var d *app.Deps
+		if err == nil {
+			d, err = m.Open(ctx, cfg, log)
+		}
 		if err == nil {
 			var svc app.Runner
-			if svc, err = app.NewService(ctx, name, d); err == nil {
+			if svc, err = m.New(ctx, d); err == nil {
 				err = svc.Run(ctx)
 			}
 			d.Close()

@@ -232,15 +232,6 @@ func startHeartbeat(ctx context.Context, d *Deps, archiving bool) error {
 	})
 }
 
-// startArchive runs the WARC and JSON Lines sinks of --archive.
-func startArchive(ctx context.Context, d *Deps) (*archive.Archive, error) {
-	cfg := d.Config
-	return archive.Start(ctx, archive.Options{
-		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
-		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
-	})
-}
-
 // progress draws one live status line: a rewritten line on a terminal, a
 // line every few seconds elsewhere.
 type progress struct {

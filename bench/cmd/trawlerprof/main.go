@@ -76,12 +76,16 @@ func run(profile, memProfile string, memAt time.Duration, name string, args []st
 		}
 		return err
 	}
-	d, err := app.OpenCluster(ctx, cfg, name == "dedup" || name == "frontier", "trawler-"+name, log)
+	m, err := app.Lookup(name)
+	if err != nil {
+		return err
+	}
+	d, err := m.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	svc, err := app.NewService(ctx, name, d)
+	svc, err := m.New(ctx, d)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,195 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/trawlerhq/trawler/internal/config"
+	"github.com/trawlerhq/trawler/pkg/scope"
+	"github.com/trawlerhq/trawler/pkg/splitter"
+	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/services/archive"
+	"github.com/trawlerhq/trawler/services/dedup"
+	"github.com/trawlerhq/trawler/services/fetcher"
+	"github.com/trawlerhq/trawler/services/frontier"
+	"github.com/trawlerhq/trawler/services/parser"
+)
+
+// A Module is one target a process can run: `trawler NAME` runs it alone
+// against the cluster's NATS (and Redis when it needs the store), `trawler
+// run` runs the pipeline's services together over embedded ones. Every entry
+// point (the commands, `run`, the profiler, the tests) asks this table, so a
+// target is wired in one place.
+type Module struct {
+	Name string
+	// NeedsStore: the module keeps state in the store (the seen set, the
+	// frontier's queues): a process running it opens Redis.
+	NeedsStore bool
+	build      func(ctx context.Context, d *Deps) (Runner, error)
+}
+
+// modules are the targets, the pipeline's services first, in pipeline order.
+var modules = []Module{
+	{Name: "dedup", NeedsStore: true, build: newDedup},
+	{Name: "frontier", NeedsStore: true, build: newFrontier},
+	{Name: "fetcher", build: newFetcher},
+	{Name: "parser", build: newParser},
+	{Name: "archive", build: newArchive},
+}
+
+// Services lists the pipeline's services, in pipeline order: what `run`
+// starts (with the archive too when --archive is set).
+var Services = []string{"dedup", "frontier", "fetcher", "parser"}
+
+// Lookup returns the module called name.
+func Lookup(name string) (Module, error) {
+	for _, m := range modules {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	known := make([]string, len(modules))
+	for i, m := range modules {
+		known[i] = m.Name
+	}
+	sort.Strings(known)
+	return Module{}, fmt.Errorf("unknown service %q (known: %v)", name, known)
+}
+
+// Open connects a process that runs m alone: the cluster's NATS, and Redis
+// when m needs the store.
+func (m Module) Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Deps, error) {
+	return OpenCluster(ctx, cfg, m.NeedsStore, "trawler-"+m.Name, log)
+}
+
+// New builds m over d.
+func (m Module) New(ctx context.Context, d *Deps) (Runner, error) {
+	if m.NeedsStore && d.Store == nil {
+		return nil, fmt.Errorf("%s needs a store (--redis)", m.Name)
+	}
+	return m.build(ctx, d)
+}
+
+// NewService builds the module called name over d.
+func NewService(ctx context.Context, name string, d *Deps) (Runner, error) {
+	m, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return m.New(ctx, d)
+}
+
+// newDedup wires the dedup service from the crawl's settings.
+func newDedup(ctx context.Context, d *Deps) (Runner, error) {
+	cfg := d.Config
+	parts, err := cfg.OwnedPartitions()
+	if err != nil {
+		return nil, err
+	}
+	log := d.Log.With("service", "dedup")
+	return dedup.New(dedup.Options{
+		JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount, Join: d.joiner(ctx, "dedup"),
+		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
+		CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
+		ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP, TraceDir: cfg.TraceDir,
+	}), nil
+}
+
+// newFrontier wires the frontier service from the crawl's settings.
+func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
+	cfg := d.Config
+	parts, err := cfg.OwnedPartitions()
+	if err != nil {
+		return nil, err
+	}
+	log := d.Log.With("service", "frontier")
+	return frontier.New(frontier.Options{
+		JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, "frontier"),
+		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
+		FetchTimeout: cfg.FetchTimeout,
+		IssueAhead:   cfg.IssueAhead,
+		MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
+		Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
+		Log:    log, Registerer: d.Registry,
+	}), nil
+}
+
+// newFetcher wires the fetcher service from the crawl's settings.
+func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
+	cfg := d.Config
+	log := d.Log.With("service", "fetcher")
+	res, err := newResolver(cfg, d.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return fetcher.New(fetcher.Options{
+		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
+		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry,
+		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
+		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
+		HTTP: fetcher.HTTPOptions{
+			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
+			AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
+			MinTransferRate: cfg.MinTransferRate,
+		},
+		Log: log, Registerer: d.Registry,
+	}), nil
+}
+
+// newParser wires the parser service from the crawl's settings.
+func newParser(ctx context.Context, d *Deps) (Runner, error) {
+	cfg := d.Config
+	log := d.Log.With("service", "parser")
+	sc, err := scope.Open(ctx, d.JS, d.Names)
+	if err != nil {
+		return nil, err
+	}
+	var recent *splitter.Recent
+	if cfg.SplitterCacheSize > 0 {
+		if recent, err = splitter.NewRecent(cfg.SplitterCacheSize); err != nil {
+			return nil, err
+		}
+	}
+	po := parser.Options{
+		Recent: recent,
+		JS:     d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
+		MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
+		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry, TraceDir: cfg.TraceDir,
+	}
+	if err := cfg.ParserOptions(&po); err != nil {
+		return nil, err
+	}
+	if cfg.Out != "" || cfg.Archive != "" {
+		po.Text = true // run's --out and --archive write the text, read from here
+	}
+	return parser.New(po), nil
+}
+
+// newArchive runs the WARC and JSON Lines sinks into --archive: started
+// (its consumers created) when built, so that they see every page of what
+// follows; finished, with its open files completed, when Run's ctx ends.
+func newArchive(ctx context.Context, d *Deps) (Runner, error) {
+	a, err := startArchive(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return archiveRunner{a}, nil
+}
+
+type archiveRunner struct{ a *archive.Archive }
+
+func (r archiveRunner) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return r.a.Finish(context.WithoutCancel(ctx), false)
+}
+
+// startArchive runs the WARC and JSON Lines sinks of --archive.
+func startArchive(ctx context.Context, d *Deps) (*archive.Archive, error) {
+	cfg := d.Config
+	return archive.Start(ctx, archive.Options{
+		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
+		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
+	})
+}
