@@ -31,7 +31,11 @@ type harness struct {
 }
 
 // start runs a one-partition frontier over an embedded server and bbolt.
-func start(t *testing.T, o Options) *harness {
+func start(t *testing.T, o Options) *harness { return startOn(t, o, nil) }
+
+// startOn is start over the bbolt store as wrap wraps it (nil: as it is);
+// the harness's st is the bbolt store itself.
+func startOn(t *testing.T, o Options, wrap func(*store.Bolt) store.Store) *harness {
 	js, names := testbus.Start(t, 1)
 	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
 	if err != nil {
@@ -39,6 +43,9 @@ func start(t *testing.T, o Options) *harness {
 	}
 	t.Cleanup(func() { st.Close() })
 	o.JS, o.Names, o.Store, o.Partitions = js, names, st, []int{0}
+	if wrap != nil {
+		o.Store = wrap(st)
+	}
 	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.FetchTimeout == 0 {
 		o.FetchTimeout = time.Second
@@ -625,6 +632,12 @@ type slowSteps struct {
 	*store.Bolt
 	closed atomic.Bool
 	gate   chan struct{}
+	once   sync.Once
+}
+
+// open opens the gate for good (once).
+func (s *slowSteps) open() {
+	s.once.Do(func() { s.closed.Store(false); close(s.gate) })
 }
 
 func (s *slowSteps) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
@@ -639,25 +652,13 @@ func (s *slowSteps) StepEarly(ctx context.Context, p int, r store.StepRequest, e
 // task (not yet recorded) waits until its record is durable, and then the
 // host goes on; nothing is issued twice and the store ends empty.
 func TestDoneWhileAStepIsPending(t *testing.T) {
-	js, names := testbus.Start(t, 1)
-	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
-	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- svc.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	var st *slowSteps
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		st = &slowSteps{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	b, svc := st.Bolt, h.svc
+	defer st.open() // a stop finishes the pending step: the gate must open first
 	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
 	next := func(want string) messages.FetchTask {
 		t.Helper()
@@ -683,8 +684,7 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 	if task, _, ok := h.task(300 * time.Millisecond); ok {
 		t.Fatalf("%s issued before the task it follows was recorded", task.URL)
 	}
-	st.closed.Store(false)
-	close(st.gate)
+	st.open()
 	got := map[string]messages.FetchTask{}
 	for range 2 {
 		task, _, ok := h.task(3 * time.Second)
@@ -725,30 +725,13 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 // reserved task at once, without waiting for that step: the next step
 // records it.
 func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
-	js, names := testbus.Start(t, 1)
-	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	st := &slowSteps{Bolt: b, gate: make(chan struct{})}
-	const delay = 150 * time.Millisecond
-	svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
-		Delay: delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- svc.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	// Open the gate before Run is stopped, also when the test fails: a
-	// stop finishes the pending step.
-	openGate := sync.OnceFunc(func() { st.closed.Store(false); close(st.gate) })
-	defer openGate()
-	h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+	var st *slowSteps
+	h := startOn(t, Options{Delay: 150 * time.Millisecond}, func(b *store.Bolt) store.Store {
+		st = &slowSteps{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	b, svc := st.Bolt, h.svc
+	defer st.open() // a stop finishes the pending step: the gate must open first
 	h.enqueue("http://a.example/1", "http://a.example/2")
 	a1, _, ok := h.task(3 * time.Second)
 	if !ok {
@@ -762,7 +745,7 @@ func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
 	if !ok || a2.URL != "http://a.example/2" {
 		t.Fatalf("task %q (ok %v) while a step was pending; want a.example/2 from its reservation", a2.URL, ok)
 	}
-	openGate()
+	st.open()
 	b1, _, ok := h.task(3 * time.Second)
 	if !ok || b1.URL != "http://b.example/1" {
 		t.Fatalf("task %q (ok %v) after the gate opened; want b.example/1", b1.URL, ok)
@@ -814,25 +797,12 @@ func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
 		wantPaced bool
 	}{{0, false}, {250 * time.Millisecond, true}} {
 		t.Run(tc.delay.String(), func(t *testing.T) {
-			js, names := testbus.Start(t, 1)
-			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			st := &hurrySteps{Bolt: b}
-			svc := New(Options{JS: js, Names: names, Store: st, Partitions: []int{0}, FetchTimeout: time.Second, MaxAttempts: 3,
-				Delay: tc.delay, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			ctx, cancel := context.WithCancel(context.Background())
-			ran := make(chan error, 1)
-			go func() { ran <- svc.Run(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-ran; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
-			h := &harness{t: t, js: js, names: names, st: b, svc: svc}
+			var st *hurrySteps
+			h := startOn(t, Options{Delay: tc.delay}, func(b *store.Bolt) store.Store {
+				st = &hurrySteps{Bolt: b}
+				return st
+			})
+			b := st.Bolt
 			h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4")
 			for range 4 {
 				task, _, ok := h.task(5 * time.Second)

@@ -34,17 +34,11 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 			e.Hurry()
 		}
 	}()
-	horizon := now.Add(pt.s.o.IssueAhead)
-	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(reqs) < maxIssue {
-		e := pt.ready.pop()
-		h := pt.hosts[e.host]
-		if h == nil {
-			continue
-		}
-		h.scheduled = false
+	pt.popReady(now, func(h *host) bool {
 		switch {
 		case h.inFlight == nil && h.queued > 0 && h.next != nil:
 			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
+			return true
 		case h.inFlight == nil && h.queued > 0:
 			pt.later = append(pt.later, h.name)
 			hurry = true // its pop waits for the pending step
@@ -53,7 +47,8 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 		case h.inFlight == nil:
 			delete(pt.hosts, h.name) // nothing queued and its gap is over
 		}
-	}
+		return false
+	})
 	if len(reqs) == 0 {
 		return
 	}
@@ -104,23 +99,18 @@ func (pt *partition) due(ctx context.Context, now time.Time) ([]string, error) {
 		return nil, nil
 	}
 	var due []string
-	horizon := now.Add(pt.s.o.IssueAhead)
-	for pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && len(due) < maxIssue {
-		e := pt.ready.pop()
-		h := pt.hosts[e.host]
-		if h == nil {
-			continue
-		}
-		h.scheduled = false
+	pt.popReady(now, func(h *host) bool {
 		switch {
 		case h.inFlight == nil && h.queued > 0:
 			due = append(due, h.name)
+			return true
 		case h.inFlight == nil && !h.nextAt.After(now):
 			delete(pt.hosts, h.name) // nothing queued and its gap is over
 		}
 		// A host with nothing queued whose gap is still running stays
 		// known (unscheduled) until a URL arrives; gauge forgets it later.
-	}
+		return false
+	})
 	if len(due) == 0 || pt.s.o.MaxPages <= 0 {
 		return due, nil
 	}
@@ -288,4 +278,22 @@ func (pt *partition) taskMsgs(tasks []store.InFlight) ([]*nats.Msg, []string) {
 		ids[i] = "task:" + t.Task.ID
 	}
 	return msgs, ids
+}
+
+// popReady takes the hosts due by now (or within IssueAhead) off the ready
+// heap and hands each to take, which reports whether it took the host; at
+// most maxIssue are taken in one call.
+func (pt *partition) popReady(now time.Time, take func(h *host) bool) {
+	horizon := now.Add(pt.s.o.IssueAhead)
+	for n := 0; pt.ready.Len() > 0 && !pt.ready.peek().at.After(horizon) && n < maxIssue; {
+		e := pt.ready.pop()
+		h := pt.hosts[e.host]
+		if h == nil {
+			continue
+		}
+		h.scheduled = false
+		if take(h) {
+			n++
+		}
+	}
 }
