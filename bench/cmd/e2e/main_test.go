@@ -67,8 +67,12 @@ func TestSmallWebEveryMode(t *testing.T) {
 		// The peers' duplicates are their own: Colly's visited check is two
 		// calls that async goroutines interleave, Wget fetches a host's
 		// home page again after its robots.txt (docs/benchmarks.md).
+		// Colly's robots.txt request is not under its per-host limit, so it
+		// may overlap a page request of the same host (seen once: 2 in
+		// flight); one request in flight per host is Trawler's to keep.
 		peer := mode == "colly" || mode == "wget"
-		if a.Completeness() != 1 || (!peer && a.Duplicates != 0) || a.Violations != 0 || a.TrapHits != 0 || a.Unknown != 0 || a.MaxConcurrent != 1 {
+		if a.Completeness() != 1 || (!peer && a.Duplicates != 0) || a.Violations != 0 || a.TrapHits != 0 || a.Unknown != 0 ||
+			a.MaxConcurrent < 1 || (!peer && a.MaxConcurrent != 1) {
 			t.Errorf("%s: audit %+v", mode, a)
 		}
 		// A gap short of the delay even from the moment the response began
