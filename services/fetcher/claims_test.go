@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
@@ -46,7 +47,7 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // a fetch still running when the task comes again
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html></html>")
 	}))
@@ -60,13 +61,10 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
 	data, _ := json.Marshal(task)
 	testbus.Publish(t, js, names.Fetch(0), data)
-	time.Sleep(50 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, "the fetch to start", func() bool { return hits.Load() > 0 })
 	testbus.Publish(t, js, names.Fetch(0), data) // the same task again, while it runs
-	deadline := time.Now().Add(5 * time.Second)
-	for svc.Stats.Redelivered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, "the second delivery", func() bool { return svc.Stats.Redelivered.Load() > 0 })
+	testutil.Eventually(t, 5*time.Second, "the fetch to end", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	if n := hits.Load(); n != 1 {
 		t.Errorf("URL fetched %d times, want 1", n)
 	}
@@ -82,7 +80,7 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(2500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond) // a fetch that outlasts the ack wait
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html></html>")
 	}))
@@ -105,13 +103,7 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
 	data, _ := json.Marshal(task)
 	testbus.Publish(t, js, names.Fetch(0), data)
-	deadline := time.Now().Add(15 * time.Second)
-	for svc.Stats.Fetched.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if svc.Stats.Fetched.Load() == 0 {
-		t.Fatal("the page was not fetched")
-	}
+	testutil.Eventually(t, 15*time.Second, "the page to be fetched", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
