@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,13 +46,17 @@ func TestClaims(t *testing.T) {
 // ack wait runs out while it is still being fetched) is fetched once.
 func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	var hits atomic.Int32
+	// The fetch runs until the second delivery has been seen.
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(300 * time.Millisecond) // a fetch still running when the task comes again
+		<-held
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html></html>")
 	}))
 	defer srv.Close()
+	defer release()
 	js, names := testbus.Start(t, 1)
 	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
 		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -64,6 +69,7 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, "the fetch to start", func() bool { return hits.Load() > 0 })
 	testbus.Publish(t, js, names.Fetch(0), data) // the same task again, while it runs
 	testutil.Eventually(t, 5*time.Second, "the second delivery", func() bool { return svc.Stats.Redelivered.Load() > 0 })
+	release()
 	testutil.Eventually(t, 5*time.Second, "the fetch to end", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	if n := hits.Load(); n != 1 {
 		t.Errorf("URL fetched %d times, want 1", n)
