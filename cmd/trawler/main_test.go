@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
@@ -172,18 +173,20 @@ func TestTapSaysWhatItWaitsForAndEndsWhenTheBusGoes(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var code int
-	var stderr string
+	var out, errOut lockedBuffer
 	go func() {
 		defer close(done)
-		code, _, stderr = trawler(t, "tap", "--nats", ns.ClientURL(), "no.such.subject")
+		code = run(context.Background(), []string{"tap", "--nats", ns.ClientURL(), "no.such.subject"}, &out, &errOut)
 	}()
-	time.Sleep(500 * time.Millisecond) // tap is listening
+	// tap says so once it listens.
+	testutil.Eventually(t, 10*time.Second, "tap to listen", func() bool { return strings.Contains(errOut.String(), "no stream of this NATS holds") })
 	ns.Shutdown()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("tap did not end after its NATS server went away")
 	}
+	stderr := errOut.String()
 	if code != 1 || !strings.Contains(stderr, "no stream of this NATS holds trawler.no.such.subject") ||
 		!strings.Contains(stderr, "lost the NATS connection") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)

@@ -18,6 +18,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -100,15 +101,22 @@ func startCrawl(t *testing.T, before func(*app.Deps)) *liveCrawl {
 
 func TestStatusJSONOfAKnownCrawl(t *testing.T) {
 	c := startCrawl(t, nil)
-	time.Sleep(500 * time.Millisecond) // a heartbeat after the last fetch
-	code, stdout, stderr := trawler(t, "status", "--json", "--nats", c.url, "--partition-count", "4")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	// Ask until the heartbeats after the last fetch and parse are in.
 	var rep statusReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
+	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		code, stdout, stderr := trawler(t, "status", "--json", "--nats", c.url, "--partition-count", "4")
+		if code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		rep = statusReport{}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			return fmt.Errorf("%v\n%s", err, stdout)
+		}
+		if rep.Pages.Fetched < 6 || rep.Pages.Parsed < 6 || rep.Dedup.In < 7 || len(rep.Replicas) < 4 {
+			return fmt.Errorf("heartbeats not current: %s", stdout)
+		}
+		return nil
+	})
 	check := func(what string, got, want any) {
 		t.Helper()
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -147,7 +155,7 @@ func TestStatusJSONOfAKnownCrawl(t *testing.T) {
 	}
 
 	// The screen says the same in words.
-	code, stdout, _ = trawler(t, "status", "--nats", c.url, "--partition-count", "4")
+	code, stdout, _ := trawler(t, "status", "--nats", c.url, "--partition-count", "4")
 	for _, want := range []string{"DONE", "fetched 6", "2xx 4, 4xx 1", "refused 1", "dedup 1, frontier 1, fetcher 1, parser 1", "seen set 6 URLs"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("status screen lacks %q:\n%s", want, stdout)

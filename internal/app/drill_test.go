@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -106,17 +108,14 @@ func TestClusterDrill(t *testing.T) {
 	}
 	// The driver creates the replicated topology first, as the chart's
 	// services do on start; the meta leader may still be in election.
-	for {
+	testutil.CheckFor(t, 2*time.Minute, 500*time.Millisecond, func() error {
 		d, err := app.OpenCluster(ctx, cfg, true, "test-driver", testLogger(t))
-		if err == nil {
-			d.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("topology on the NATS cluster: %w", err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("topology on the NATS cluster: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		d.Close()
+		return nil
+	})
 
 	replicas := map[string][]*child{}
 	for _, name := range []string{"dedup", "frontier", "fetcher", "parser"} {
@@ -143,7 +142,7 @@ func TestClusterDrill(t *testing.T) {
 	node := natsCluster.Index(streamLeader(t, ctx, cfg.NATSURL, names.StreamFetch()))
 	natsCluster.Stop(node)
 	t.Logf("stopped NATS node %d (fetch stream leader) after %d URLs", node, len(pages(t, s)))
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the outage under test: the crawl goes on without the node
 	natsCluster.Start(node)
 	t.Logf("NATS node %d back after %d URLs", node, len(pages(t, s)))
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -55,17 +57,15 @@ func get(t *testing.T, url string) (int, string) {
 // waitStatus polls url until it answers want, or fails after 15s.
 func waitStatus(t *testing.T, url string, want int) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		code, body := get(t, url)
-		if code == want {
-			return body
+	var body string
+	testutil.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		var code int
+		if code, body = get(t, url); code != want {
+			return fmt.Errorf("%s: %d %q, want %d", url, code, body, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d %q, want %d", url, code, body, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 // /readyz follows the NATS connection (down when the server goes away, up

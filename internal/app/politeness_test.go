@@ -14,6 +14,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/services/fetcher"
 )
 
@@ -37,16 +38,16 @@ func startFetchers(t *testing.T, ctx context.Context, cfg config.Config, addr st
 	var closers []func() error
 	cfg.NATSURL = "nats://" + addr
 	var out []*fetcher.Service
-	deadline := time.Now().Add(30 * time.Second)
 	for len(out) < n {
-		d, err := app.OpenCluster(ctx, cfg, false, fmt.Sprintf("extra-fetcher-%d", len(out)), testLogger(t))
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("extra fetcher: %v", err)
+		var d *app.Deps
+		testutil.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+			var err error
+			d, err = app.OpenCluster(ctx, cfg, false, fmt.Sprintf("extra-fetcher-%d", len(out)), testLogger(t))
+			if err != nil {
+				return fmt.Errorf("extra fetcher: %w", err)
 			}
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+			return nil
+		})
 		closers = append(closers, d.Close)
 		d.Registry = prometheus.NewRegistry()
 		svc, err := app.NewService(ctx, "fetcher", d)

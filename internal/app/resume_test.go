@@ -15,6 +15,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // TestMain lets the test binary act as a `trawler run` child process that a
@@ -113,18 +114,16 @@ func assertResumed(t *testing.T, s *testsite.Site, want []string, hosts int, out
 
 func waitRequests(t *testing.T, s *testsite.Site, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	testutil.CheckFor(t, timeout, 5*time.Millisecond, func() error {
 		total := 0
 		for _, c := range s.Requests() {
 			total += c
 		}
-		if total >= n {
-			return
+		if total < n {
+			return fmt.Errorf("crawl at %d requests, want %d", total, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("crawl did not reach %d requests in %s", n, timeout)
+		return nil
+	})
 }
 
 func TestResumeAfterCancel(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // The ground truth holds together: every ordinary page is reachable from
@@ -88,8 +90,9 @@ func TestGroundTruth(t *testing.T) {
 	}
 
 	// A trickling server holds its connection until Close.
-	go c.Get(w.Hosts["slow-headers"] + "/slow-headers")
-	time.Sleep(50 * time.Millisecond)
+	slow := w.Hosts["slow-headers"] + "/slow-headers"
+	go c.Get(slow)
+	testutil.Eventually(t, 5*time.Second, "the trickling request", func() bool { return w.Requests()[slow] > 0 })
 	closed := make(chan struct{})
 	go func() { w.Close(); close(closed) }()
 	select {

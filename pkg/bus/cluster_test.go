@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -34,18 +36,11 @@ func TestReplicatedTopologySurvivesANode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	// The meta leader is elected some time after the servers start.
-	for {
+	testutil.CheckFor(t, 4*time.Minute, 200*time.Millisecond, func() error {
 		attempt, stop := context.WithTimeout(ctx, 5*time.Second)
-		err = topo.Ensure(attempt, js)
-		stop()
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		defer stop()
+		return topo.Ensure(attempt, js)
+	})
 	st, err := js.Stream(ctx, names.StreamFetch())
 	if err != nil {
 		t.Fatal(err)
@@ -71,35 +66,29 @@ func TestReplicatedTopologySurvivesANode(t *testing.T) {
 	// Each attempt gets its own short deadline: a publish sent while the
 	// stream has no leader is never answered, and would otherwise wait
 	// for the whole test's context.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testutil.CheckFor(t, 90*time.Second, 200*time.Millisecond, func() error {
 		attempt, stop := context.WithTimeout(ctx, 3*time.Second)
-		_, err = js.Publish(attempt, names.Fetch(0), []byte("task"), jetstream.WithMsgID("survivor"))
-		stop()
-		if err == nil || time.Now().After(deadline) {
-			break
+		defer stop()
+		if _, err := js.Publish(attempt, names.Fetch(0), []byte("task"), jetstream.WithMsgID("survivor")); err != nil {
+			return fmt.Errorf("publish with a node down: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("publish with a node down: %v", err)
-	}
+		return nil
+	})
 	var m jetstream.Msg
-	for {
-		var cons jetstream.Consumer
+	testutil.CheckFor(t, 90*time.Second, 200*time.Millisecond, func() error {
 		attempt, stop := context.WithTimeout(ctx, 5*time.Second)
-		cons, err = js.Consumer(attempt, names.StreamFetch(), names.ConsumerFetcher())
+		cons, err := js.Consumer(attempt, names.StreamFetch(), names.ConsumerFetcher())
 		stop()
 		if err == nil {
 			m, err = cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		}
-		if err == nil || time.Now().After(deadline) {
-			break
+		if err != nil {
+			return fmt.Errorf("consume with a node down: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil || string(m.Data()) != "task" {
-		t.Fatalf("consume with a node down: %v", err)
+		return nil
+	})
+	if string(m.Data()) != "task" {
+		t.Fatalf("consumed %q, want task", m.Data())
 	}
 	_ = m.Ack()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 )
@@ -67,9 +68,7 @@ func TestRecoverParksThePanickingMessageAndGoesOn(t *testing.T) {
 		!strings.Contains(got.Reason, "recover_test.go:") {
 		t.Fatalf("dead letter %q with reason %q", got.Data, got.Reason)
 	}
-	for deadline := time.Now().Add(30 * time.Second); handled.Load() < 3 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(30*time.Second, 10*time.Millisecond, func() bool { return handled.Load() >= 3 })
 	if n := handled.Load(); n != 3 {
 		t.Fatalf("handled %d of the 3 good messages after the panic", n)
 	}

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -33,18 +35,17 @@ func TestBeatsCarryCountersRatesAndStore(t *testing.T) {
 	}
 	pages.Add(10)
 	var b Beat
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		beats, err := List(ctx, js, names)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(beats) == 1 && beats[0].Rates["trawler_fetcher_pages_total"] > 0 {
-			b = beats[0]
-			break
+		if len(beats) != 1 || beats[0].Rates["trawler_fetcher_pages_total"] <= 0 {
+			return fmt.Errorf("no beat with a page rate yet: %+v", beats)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		b = beats[0]
+		return nil
+	})
 	if b.Service != "fetcher" || !b.Alive(time.Now()) || b.Store == nil || b.Store.Queued != 7 {
 		t.Fatalf("beat %+v", b)
 	}
@@ -65,15 +66,10 @@ func TestBeatsCarryCountersRatesAndStore(t *testing.T) {
 		t.Error("an hour-old beat counts as alive")
 	}
 	cancel() // a clean stop removes the entry
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		beats, _ := List(context.Background(), js, names)
-		if len(beats) == 0 {
-			break
+	testutil.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if beats, _ := List(context.Background(), js, names); len(beats) != 0 {
+			return fmt.Errorf("entry still there after stop: %+v", beats)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("entry still there after stop: %+v", beats)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

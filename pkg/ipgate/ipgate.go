@@ -41,6 +41,9 @@ type Options struct {
 	// LeaseTTL bounds how long a lease holds if its holder never releases
 	// it (a crashed fetcher); it should exceed the longest fetch.
 	LeaseTTL time.Duration
+	// Now reads the clock that grants, spaces and expires leases (default
+	// time.Now). Tests inject a manual clock. Wait still waits in real time.
+	Now func() time.Time
 }
 
 // Gate is the per-IP lease table. A nil *Gate lets everything through.
@@ -85,6 +88,9 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, o Options)
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 2 * time.Minute
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: bucket, Description: "per-IP politeness leases", Storage: jetstream.FileStorage,
 		// Keys of idle addresses go away by themselves; a key in use is
@@ -94,7 +100,7 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, o Options)
 	if err != nil {
 		return nil, fmt.Errorf("ip gate bucket %s: %w", bucket, err)
 	}
-	return &Gate{kv: kv, o: o, now: time.Now, last: map[string]cached{}}, nil
+	return &Gate{kv: kv, o: o, now: o.Now, last: map[string]cached{}}, nil
 }
 
 // Lease is a granted slot; Release gives it back.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // Several gates on one bucket (as several fetcher replicas) never let more
@@ -54,7 +55,7 @@ func TestCeilingAndGapAcrossReplicas(t *testing.T) {
 					other.Add(1)
 					_ = l2.Release(ctx)
 				}
-				time.Sleep(15 * time.Millisecond)
+				time.Sleep(15 * time.Millisecond) // the request in flight: what the ceiling bounds
 				inFlight.Add(-1)
 				if err := l.Release(ctx); err != nil {
 					t.Error(err)
@@ -86,7 +87,8 @@ func TestCeilingAndGapAcrossReplicas(t *testing.T) {
 func TestLeaseExpires(t *testing.T) {
 	js, names := testbus.Start(t, 1)
 	ctx := context.Background()
-	g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1, LeaseTTL: 100 * time.Millisecond})
+	var clock testutil.Clock
+	g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1, LeaseTTL: 100 * time.Millisecond, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,11 @@ func TestLeaseExpires(t *testing.T) {
 	if l2, wait, err := g.Acquire(ctx, "10.0.0.2"); err != nil || l2 != nil || wait <= 0 {
 		t.Fatalf("second Acquire while held: %v %v %v", l2, wait, err)
 	}
-	time.Sleep(150 * time.Millisecond) // the holder "died"
+	clock.Advance(99 * time.Millisecond)
+	if l2, _, err := g.Acquire(ctx, "10.0.0.2"); err != nil || l2 != nil {
+		t.Fatalf("Acquire 1ms before expiry: %v %v", l2, err)
+	}
+	clock.Advance(time.Millisecond) // the holder "died"
 	if l3, wait, err := g.Acquire(ctx, "10.0.0.2"); err != nil || l3 == nil {
 		t.Fatalf("Acquire after expiry: %v %v %v", l3, wait, err)
 	}

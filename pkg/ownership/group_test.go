@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // A partition whose work fails is reported and started again; the
@@ -32,11 +34,7 @@ func TestServeRestartsAFailedPartition(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("failure not reported")
 	}
-	for deadline := time.Now().Add(5 * time.Second); runs[1].Load() < 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("failed partition not started again")
-		}
-	}
+	testutil.Eventually(t, 5*time.Second, "the failed partition to start again", func() bool { return runs[1].Load() >= 2 })
 	if n := runs[0].Load(); n != 1 {
 		t.Errorf("healthy partition ran %d times, want 1", n)
 	}

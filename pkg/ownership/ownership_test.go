@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // recorder is a Handler that checks, across replicas, that no partition is
@@ -54,19 +55,6 @@ func (r *recorder) owners() map[int]string {
 	return out
 }
 
-// eventually polls cond for up to d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v", what, d)
-}
-
 // Replicas join, leave gracefully and die: every partition always ends with
 // exactly one owner, the assignment is shared fairly, and no partition is
 // ever run by two replicas at once.
@@ -110,13 +98,13 @@ func TestOwnershipFollowsReplicas(t *testing.T) {
 	}
 
 	a := start("a")
-	eventually(t, 5*time.Second, "a owns all", allOwnedBy("a"))
+	testutil.Eventually(t, 5*time.Second, "a owns all", allOwnedBy("a"))
 	if !a.m.Ready() {
 		t.Error("a not ready though it owns its whole assignment")
 	}
 	b := start("b")
 	c := start("c")
-	eventually(t, 10*time.Second, "a, b and c share", allOwnedBy("a", "b", "c"))
+	testutil.Eventually(t, 10*time.Second, "a, b and c share", allOwnedBy("a", "b", "c"))
 	for p, o := range rec.owners() {
 		if want := Assign(p, []string{"a", "b", "c"}); o != want {
 			t.Errorf("partition %d owned by %s, assigned to %s", p, o, want)
@@ -126,7 +114,7 @@ func TestOwnershipFollowsReplicas(t *testing.T) {
 	// Graceful leave: b releases at once.
 	b.cancel()
 	<-b.done
-	eventually(t, 10*time.Second, "a and c after b left", allOwnedBy("a", "c"))
+	testutil.Eventually(t, 10*time.Second, "a and c after b left", allOwnedBy("a", "c"))
 
 	// A death: c stops heartbeating and renewing without stopping or
 	// releasing anything (kill -9); its work dies with it. a takes c's
@@ -141,7 +129,7 @@ func TestOwnershipFollowsReplicas(t *testing.T) {
 		delete(rec.running, p)
 	}
 	rec.mu.Unlock()
-	eventually(t, 10*time.Second, "a alone", allOwnedBy("a"))
+	testutil.Eventually(t, 10*time.Second, "a alone", allOwnedBy("a"))
 	if took := time.Since(died); took < ttl/2 {
 		t.Errorf("a took a dead replica's partitions %v after it died; its leases had TTL %v", took, ttl)
 	}

@@ -98,7 +98,7 @@ func (s *testDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	tcp := w.RemoteAddr().Network() == "tcp"
 	s.count(name, q.Qtype, tcp)
 	if s.delay != nil {
-		time.Sleep(s.delay(name))
+		time.Sleep(s.delay(name)) // a slow name server is what the test is about
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // newTest returns a resolver on s with the default options changed by edit,
@@ -421,7 +422,7 @@ func TestContextCancellation(t *testing.T) {
 	if took := time.Since(begin); took > 300*time.Millisecond {
 		t.Errorf("cancelled lookup took %v", took)
 	}
-	waitFor(t, func() bool { return r.Stats().InFlight == 0 }, "the abandoned flight to end")
+	testutil.Eventually(t, 5*time.Second, "the abandoned flight to end", func() bool { return r.Stats().InFlight == 0 })
 
 	// Of two waiters one gives up; the other still gets the answer.
 	ctx2, cancel2 := context.WithCancel(context.Background())
@@ -430,13 +431,13 @@ func TestContextCancellation(t *testing.T) {
 		_, err := r.LookupNetIP(ctx2, "slow2.test")
 		errc <- err
 	}()
-	waitFor(t, func() bool { return r.Stats().InFlight == 1 }, "the first caller's flight")
+	testutil.Eventually(t, 5*time.Second, "the first caller's flight", func() bool { return r.Stats().InFlight == 1 })
 	done := make(chan []netip.Addr, 1)
 	go func() {
 		got, _ := r.LookupNetIP(context.Background(), "slow2.test")
 		done <- got
 	}()
-	waitFor(t, func() bool { return r.Stats().Coalesced == 1 }, "the second caller to join")
+	testutil.Eventually(t, 5*time.Second, "the second caller to join", func() bool { return r.Stats().Coalesced == 1 })
 	cancel2()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
@@ -447,17 +448,6 @@ func TestContextCancellation(t *testing.T) {
 	wantQueries(t, s, "slow2.test", 1)
 	lookup(t, r, "slow2.test") // and it was cached
 	wantQueries(t, s, "slow2.test", 1)
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestNew(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 func openScope(t testing.TB) (*Scope, context.Context) {
@@ -25,15 +26,11 @@ func openScope(t testing.TB) (*Scope, context.Context) {
 
 func waitSynced(t testing.TB, s *Scope) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testutil.Eventually(t, 10*time.Second, "the scope watcher to deliver the bucket's initial values", func() bool {
 		s.mu.RLock()
-		ok := s.synced
-		s.mu.RUnlock()
-		if ok {
-			return
-		}
-	}
-	t.Fatal("the scope watcher never delivered the bucket's initial values")
+		defer s.mu.RUnlock()
+		return s.synced
+	})
 }
 
 // Issue 19 #7: asking about many out-of-scope hosts keeps nothing per host
@@ -76,10 +73,10 @@ func TestScopeFromAnotherWriterIsHonoured(t *testing.T) {
 		if _, err := s.kv.Put(ctx, key, data); err != nil { // as another process would
 			t.Fatal(err)
 		}
-		var ok bool
-		for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			ok, _ = s.Allows(ctx, w.ask)
-		}
+		ok := testutil.WaitFor(10*time.Second, time.Millisecond, func() bool {
+			ok, _ := s.Allows(ctx, w.ask)
+			return ok
+		})
 		if !ok {
 			t.Fatalf("%s scope of %s never reached %s", w.mode, w.seed, w.ask)
 		}

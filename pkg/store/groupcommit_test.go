@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
@@ -156,7 +157,7 @@ func TestGroupCommitCloseCommitsWaitingWrites(t *testing.T) {
 	for w := range 8 {
 		go func() { errs <- b.Record(ctx, w, []uint64{2}) }()
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitPending(t, b.writes, 8)
 	start := time.Now()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -286,8 +287,8 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	time.Sleep(3 * interval) // pacing engaged
-	before := 0 // rounds whose results came before their commit
+	time.Sleep(3 * interval) // pacing engaged: the writers' steady state is what the test measures against
+	before := 0              // rounds whose results came before their commit
 	for range 5 {
 		start := time.Now()
 		var ranAt time.Duration
@@ -409,19 +410,15 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 // waitPending waits until n writes wait for the next group.
 func waitPending(t *testing.T, g *groupCommit, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
 		g.mu.Lock()
 		got := len(g.pending)
 		g.mu.Unlock()
-		if got >= n {
-			return
+		if got < n {
+			return fmt.Errorf("%d writes pending, want %d", got, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes pending, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Pop derives a task ID from the queue entry when the Issue has none: the

@@ -18,10 +18,10 @@ import (
 
 // opener opens a test's store; calling it again after Close reopens the same
 // data (bolt: the same file; redis: a new client on the same prefix).
-type opener func() Store
+type opener = func() Store
 
 // backend makes an empty, isolated store namespace for one test.
-type backend func(t testing.TB) opener
+type backend = func(t testing.TB) opener
 
 func boltBackend(t testing.TB) opener {
 	path := filepath.Join(t.TempDir(), "trawler.db")

@@ -34,6 +34,9 @@ type Options struct {
 	// Info are the fields of the warcinfo record that starts every file,
 	// after format and conformsTo.
 	Info []Field
+	// Now reads the clock that ages files and dates their names (default
+	// time.Now). Tests inject a manual clock.
+	Now func() time.Time
 }
 
 // Writer appends records to a WARC file of its own and rotates it. A file is
@@ -71,6 +74,9 @@ func NewWriter(o Options) (*Writer, error) {
 	if o.MaxAge <= 0 {
 		o.MaxAge = time.Hour
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("warc: %w", err)
 	}
@@ -103,7 +109,7 @@ func safeName(s string) string {
 func (w *Writer) Write(recs ...*Record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f != nil && w.due(time.Now()) {
+	if w.f != nil && w.due(w.o.Now()) {
 		if err := w.complete(); err != nil {
 			return err
 		}
@@ -163,7 +169,7 @@ func (w *Writer) due(now time.Time) bool {
 
 // open creates the next file, locks it and writes its warcinfo record.
 func (w *Writer) open() error {
-	now := time.Now().UTC()
+	now := w.o.Now().UTC()
 	w.serial++
 	name := fmt.Sprintf("%s-%s%03d-%05d-%s%s", w.o.Prefix, now.Format("20060102150405"), now.Nanosecond()/1e6, w.serial, w.token, Suffix)
 	path := filepath.Join(w.o.Dir, name+OpenSuffix)
@@ -229,7 +235,7 @@ func (w *Writer) Sync() error {
 func (w *Writer) RotateIfDue() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil || !w.due(time.Now()) {
+	if w.f == nil || !w.due(w.o.Now()) {
 		return nil
 	}
 	return w.complete()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 func response(i int) *Record {
@@ -96,7 +98,8 @@ func TestWriterRotatesBySize(t *testing.T) {
 
 func TestWriterRotatesByAge(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(Options{Dir: dir, MaxAge: 500 * time.Millisecond}) // generous: CI is slow under -race
+	var clock testutil.Clock
+	w, err := NewWriter(Options{Dir: dir, MaxAge: 500 * time.Millisecond, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,11 @@ func TestWriterRotatesByAge(t *testing.T) {
 	if err := w.RotateIfDue(); err != nil || len(w.Completed()) != 0 {
 		t.Fatalf("rotated a young file (err %v)", err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	clock.Advance(499 * time.Millisecond)
+	if err := w.RotateIfDue(); err != nil || len(w.Completed()) != 0 {
+		t.Fatalf("rotated a file 1ms before MaxAge (err %v)", err)
+	}
+	clock.Advance(time.Millisecond)
 	if err := w.RotateIfDue(); err != nil || len(w.Completed()) != 1 {
 		t.Fatalf("an old file was not completed by RotateIfDue: %v, %v", w.Completed(), err)
 	}
@@ -116,7 +123,7 @@ func TestWriterRotatesByAge(t *testing.T) {
 	if err := w.Write(response(2)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	clock.Advance(500 * time.Millisecond)
 	if err := w.Write(response(3)); err != nil { // completes the old file first
 		t.Fatal(err)
 	}

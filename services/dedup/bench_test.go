@@ -16,6 +16,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/linkstream"
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/splitter"
@@ -89,16 +90,16 @@ func BenchmarkDedupService(b *testing.B) {
 		}
 		published := time.Since(start)
 		stream, _ := js.Stream(ctx, names.StreamDiscovered())
-		for {
+		testutil.CheckFor(b, 10*time.Minute, 2*time.Millisecond, func() error {
 			info, err := stream.Info(ctx)
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
-			if info.State.Msgs == 0 && svc.Stats.In.Load() == int64(len(urls)) {
-				break
+			if info.State.Msgs != 0 || svc.Stats.In.Load() != int64(len(urls)) {
+				return fmt.Errorf("%d messages left, %d of %d URLs in", info.State.Msgs, svc.Stats.In.Load(), len(urls))
 			}
-			time.Sleep(2 * time.Millisecond)
-		}
+			return nil
+		})
 		elapsed := time.Since(start)
 		b.StopTimer()
 		stop()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -53,20 +54,18 @@ func TestForwardsEachNewURLOnce(t *testing.T) {
 	publish(wrong, "http://a.example/3")
 
 	var got []string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && len(got) < 3 {
-		m := testbus.Next(t, js, names.StreamFrontier(), names.ConsumerFrontier(pa), 200*time.Millisecond)
-		if m == nil {
-			continue
+	testutil.WaitFor(5*time.Second, 0, func() bool { // Next itself waits
+		if m := testbus.Next(t, js, names.StreamFrontier(), names.ConsumerFrontier(pa), 200*time.Millisecond); m != nil {
+			var nu messages.NewURLs
+			if err := messages.Decode(m.Data(), &nu); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range nu.Links {
+				got = append(got, l.URL)
+			}
 		}
-		var nu messages.NewURLs
-		if err := messages.Decode(m.Data(), &nu); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range nu.Links {
-			got = append(got, l.URL)
-		}
-	}
+		return len(got) >= 3
+	})
 	// Nothing more arrives.
 	if m := testbus.Next(t, js, names.StreamFrontier(), names.ConsumerFrontier(pa), 300*time.Millisecond); m != nil {
 		t.Errorf("extra message: %s", m.Data())

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/cache"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -84,15 +85,16 @@ func forwarded(t *testing.T, js jetstream.JetStream, names subjects.Names, into 
 func waitDrained(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	t.Helper()
 	st, _ := js.Stream(context.Background(), names.StreamDiscovered())
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		info, err := st.Info(context.Background())
-		if err == nil && info.State.Msgs == 0 {
-			return
+		if err != nil {
+			return err
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("discovered stream not drained in 30s")
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("discovered stream not drained: %d messages", info.State.Msgs)
+		}
+		return nil
+	})
 }
 
 func startDedup(t *testing.T, js jetstream.JetStream, names subjects.Names, seen store.SeenSet, policy, static string) (*Service, func()) {
@@ -196,15 +198,14 @@ func TestRedisRestartWhileRunning(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 100; i++ {
-			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-				c.Close()
-				return cmd
+		testutil.CheckFor(t, 2*time.Second, 20*time.Millisecond, func() error {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				return fmt.Errorf("redis-server did not start: %w", err)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatal("redis-server did not start")
-		return nil
+			return c.Close()
+		})
+		return cmd
 	}
 	redisCmd := startRedis()
 	defer func() { redisCmd.Process.Kill(); redisCmd.Wait() }()
@@ -226,7 +227,7 @@ func TestRedisRestartWhileRunning(t *testing.T) {
 	redisCmd.Process.Kill() // hard stop: only what was fsynced survives
 	redisCmd.Wait()
 	publishPages(t, js, names, pages[third:2*third]) // arrives while Redis is down
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)               // the outage under test: dedup keeps failing to reach Redis
 	redisCmd = startRedis()
 	publishPages(t, js, names, pages[2*third:])
 	waitDrained(t, js, names)

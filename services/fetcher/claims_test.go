@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
@@ -44,13 +46,17 @@ func TestClaims(t *testing.T) {
 // ack wait runs out while it is still being fetched) is fetched once.
 func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	var hits atomic.Int32
+	// The fetch runs until the second delivery has been seen.
+	held := make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(300 * time.Millisecond)
+		<-held
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html></html>")
 	}))
 	defer srv.Close()
+	defer release()
 	js, names := testbus.Start(t, 1)
 	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
 		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -60,13 +66,11 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
 	data, _ := json.Marshal(task)
 	testbus.Publish(t, js, names.Fetch(0), data)
-	time.Sleep(50 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, "the fetch to start", func() bool { return hits.Load() > 0 })
 	testbus.Publish(t, js, names.Fetch(0), data) // the same task again, while it runs
-	deadline := time.Now().Add(5 * time.Second)
-	for svc.Stats.Redelivered.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, "the second delivery", func() bool { return svc.Stats.Redelivered.Load() > 0 })
+	release()
+	testutil.Eventually(t, 5*time.Second, "the fetch to end", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	if n := hits.Load(); n != 1 {
 		t.Errorf("URL fetched %d times, want 1", n)
 	}
@@ -82,7 +86,7 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(2500 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond) // a fetch that outlasts the ack wait
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html></html>")
 	}))
@@ -105,13 +109,7 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
 	data, _ := json.Marshal(task)
 	testbus.Publish(t, js, names.Fetch(0), data)
-	deadline := time.Now().Add(15 * time.Second)
-	for svc.Stats.Fetched.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if svc.Stats.Fetched.Load() == 0 {
-		t.Fatal("the page was not fetched")
-	}
+	testutil.Eventually(t, 15*time.Second, "the page to be fetched", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)

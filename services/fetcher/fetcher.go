@@ -56,6 +56,9 @@ type Options struct {
 	IPGap      time.Duration
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
+	// Now reads the clock of the robots.txt retries and give-ups and of the
+	// per-IP gate (default time.Now). Tests inject a manual clock.
+	Now func() time.Time
 }
 
 // Stats are the service's running totals.
@@ -151,7 +154,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.keepAliveEvery = min(s.keepAliveEvery, info.Config.AckWait/3)
 	}
 	s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), ipgate.Options{
-		Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second,
+		Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now,
 	})
 	if err != nil {
 		return err
@@ -160,6 +163,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if s.robots, err = openRobots(ctx, s.o.JS, s.o.Names, s.client, s.o.HTTP.UserAgent, s.o.RobotsTTL, s.o.RobotsRetry); err != nil {
 			return err
 		}
+		s.robots.now = s.o.Now
 		s.robotsView.Store(s.robots)
 		s.robots.get = func(ctx context.Context, rawURL string) Response {
 			r, wait, err := s.gatedFetch(ctx, rawURL, robotsIPWait)

@@ -105,7 +105,7 @@ func trickle(conn net.Conn, s string, interval time.Duration) {
 		if _, err := conn.Write([]byte{s[i]}); err != nil {
 			return
 		}
-		time.Sleep(interval)
+		time.Sleep(interval) // the trickle is the hostile behaviour under test
 	}
 }
 
@@ -402,7 +402,7 @@ func TestHostileWrongContentLength(t *testing.T) {
 	// response, which fails as "protocol", blamed on the same server.
 	shorter := connServer(t, func(conn net.Conn, _ *http.Request) {
 		conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 10\r\n\r\n" + strings.Repeat("b", 100)))
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the junk stays on an open connection a while, as a real server's would
 	})
 	r = c.Fetch(context.Background(), shorter)
 	if r.Err != nil || r.Status != 200 || string(r.Body) != strings.Repeat("b", 10) || r.Truncated {
@@ -442,8 +442,8 @@ func TestHostileResetMidBody(t *testing.T) {
 	ok := okServer(t)
 	u := connServer(t, func(conn net.Conn, _ *http.Request) {
 		conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("a", 100)))
-		time.Sleep(50 * time.Millisecond)
-		conn.(*net.TCPConn).SetLinger(0) // Close sends RST
+		time.Sleep(50 * time.Millisecond) // the client is reading the body when the reset comes
+		conn.(*net.TCPConn).SetLinger(0)  // Close sends RST
 		conn.Close()
 	})
 	c := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true})

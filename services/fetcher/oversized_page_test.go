@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -113,22 +115,19 @@ func settled(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		info, err := c.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
+	var info *jetstream.ConsumerInfo
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		var err error
+		if info, err = c.Info(ctx); err != nil {
+			return err
 		}
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			if info.NumRedelivered != 0 {
-				t.Errorf("%d tasks redelivered", info.NumRedelivered)
-			}
-			break
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("tasks not acked: %+v", info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks not acked: %+v", info)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if info.NumRedelivered != 0 {
+		t.Errorf("%d tasks redelivered", info.NumRedelivered)
 	}
 	s, err := js.Stream(ctx, names.StreamDLQ())
 	if err != nil {

@@ -73,6 +73,7 @@ type robotsCache struct {
 	userAgent string
 	ttl       time.Duration
 	retry     time.Duration
+	now       func() time.Time // nil: time.Now
 
 	mu    sync.Mutex
 	local map[string]robotsEntry // guarded by mu; bounded by maxLocal
@@ -107,6 +108,14 @@ type UnreachableRecord struct {
 
 const maxLocal = 10000
 
+// clock returns the time the cache decides by: c.now, or time.Now.
+func (c *robotsCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
 func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Names, client *HTTPClient, ua string, ttl, retry time.Duration) (*robotsCache, error) {
 	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: names.RobotsBucket(), Description: "robots.txt answers per origin", TTL: ttl, Storage: jetstream.FileStorage,
@@ -127,14 +136,14 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 		return robotsVerdict{}, err
 	}
 	origin := u.Scheme + "://" + u.Host
-	now := time.Now()
+	start, now := time.Now(), c.clock()
 	e, fetched, err := c.entry(ctx, origin, now)
 	if err != nil {
 		return robotsVerdict{}, err
 	}
 	v := robotsVerdict{Fetched: fetched}
 	if fetched {
-		v.Duration = time.Since(now)
+		v.Duration = time.Since(start)
 	}
 	if unreachable(e.rec.Status) {
 		if e.rec.Blocked {
@@ -250,7 +259,7 @@ func (c *robotsCache) unreachableNow() RobotsUnreachable {
 	if c == nil {
 		return r
 	}
-	stale := time.Now().Add(-c.retry) // nobody tried since: no URL of the host came
+	stale := c.clock().Add(-c.retry) // nobody tried since: no URL of the host came
 	c.retrying.Range(func(k, v any) bool {
 		if v.(time.Time).Before(stale) {
 			if _, ok := c.retrying.LoadAndDelete(k); ok {
@@ -305,7 +314,7 @@ func (c *robotsCache) fetch(ctx context.Context, origin string) robotsRecord {
 			get = c.get
 		}
 		r := get(ctx, target)
-		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: time.Now().UTC()}
+		rec := robotsRecord{Status: r.Status, Body: r.Body, FetchedAt: c.clock().UTC()}
 		if errors.Is(r.Err, ErrRedirectTooLong) {
 			rec.Status, rec.Body = 404, nil // a redirect that cannot be followed: unavailable, as a chain without an end is
 			return rec

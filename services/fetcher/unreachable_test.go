@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // An origin whose robots.txt does not answer gets a "u." record saying how
@@ -24,6 +25,8 @@ func TestUnreachableRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var clock testutil.Clock
+	c.now = clock.Now
 	status := 503
 	c.get = func(ctx context.Context, rawURL string) Response { return Response{Status: status} }
 	kv, err := js.KeyValue(ctx, names.RobotsBucket())
@@ -57,7 +60,7 @@ func TestUnreachableRecords(t *testing.T) {
 	if u := c.unreachableNow(); u.Retrying != 1 || u.GivenUp != 0 || !u.LastGiveUp.Equal(r.GiveUpAt) {
 		t.Errorf("unreachableNow %+v", u)
 	}
-	time.Sleep(retry)
+	clock.Advance(retry)
 	status = 200
 	if v, err := c.check(ctx, "http://a.test/x"); err != nil || !v.Allowed {
 		t.Fatalf("after it answers: %+v %v", v, err)
@@ -77,7 +80,7 @@ func TestUnreachableRecords(t *testing.T) {
 			t.Fatalf("try %d: record %+v", i, r)
 		}
 		if i < 3 {
-			time.Sleep(max(v.RetryAfter, retry))
+			clock.Advance(max(v.RetryAfter, retry))
 		}
 	}
 	if r, _ := read("http://b.test"); !r.GaveUp || !r.GiveUpAt.IsZero() {

@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -262,13 +264,7 @@ func TestLostRecordSurvivesACrashBeforeTheStoreDropsTheURL(t *testing.T) {
 	next := New(second)
 	stopNext := runSvc(next)
 	defer stopNext()
-	deadline := time.Now().Add(5 * time.Second)
-	for next.Stats.Dropped.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the next owner did not give the URL up")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, "the next owner to give the URL up", func() bool { return next.Stats.Dropped.Load() > 0 })
 	if n := pagesStored(t, js, names); n != 1 {
 		t.Errorf("%d page records after the replay, want 1", n)
 	}
@@ -458,15 +454,13 @@ func TestGauges(t *testing.T) {
 		}
 	}
 	g := &h.svc.Gauges
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
 		if g.Queued.Load() == 2 && g.InFlight.Load() == 1 && g.Waiting.Load() == 1 && g.Ready.Load() == 0 {
-			return
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("gauges queued %d, in flight %d, waiting %d, ready %d; want 2, 1, 1, 0",
-		g.Queued.Load(), g.InFlight.Load(), g.Waiting.Load(), g.Ready.Load())
+		return fmt.Errorf("gauges queued %d, in flight %d, waiting %d, ready %d; want 2, 1, 1, 0",
+			g.Queued.Load(), g.InFlight.Load(), g.Waiting.Load(), g.Ready.Load())
+	})
 }
 
 func (h *harness) handBack(task messages.FetchTask, why string) {
@@ -515,18 +509,14 @@ func TestInFlightGaugeIsTheStoresCount(t *testing.T) {
 		t.Helper()
 		// Both figures change in one step of the partition loop; read
 		// them until that step is over (no one-second sampling).
-		deadline := time.Now().Add(500 * time.Millisecond)
-		for {
+		testutil.CheckFor(t, 500*time.Millisecond, 5*time.Millisecond, func() error {
 			st, err := h.st.Stats(context.Background(), []int{0})
 			g := h.svc.Gauges.InFlight.Load()
-			if err == nil && st.InFlight == want && g == want {
-				return
+			if err != nil || st.InFlight != want || g != want {
+				return fmt.Errorf("store in flight %d (%v), gauge %d; want both %d", st.InFlight, err, g, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("store in flight %d, gauge %d; want both %d", st.InFlight, g, want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	var tasks []messages.FetchTask
 	for range 3 {
@@ -607,10 +597,7 @@ func TestReservedNextTask(t *testing.T) {
 	}
 	h.enqueueLinks(messages.Link{URL: "http://a.example/shallow", Depth: 1})
 	// Let the new URL be applied before the done, in its own step.
-	deadline := time.Now().Add(3 * time.Second)
-	for h.svc.Stats.Enqueued.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 3*time.Second, "the new URL to be applied", func() bool { return h.svc.Stats.Enqueued.Load() >= 4 })
 	h.done(second, false)
 	h.done(next(), false)
 	h.done(next(), false)
@@ -674,10 +661,7 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 	a1 := next("http://a.example/1")
 	st.closed.Store(true)
 	h.enqueue("http://b.example/1") // its step waits at the gate
-	deadline := time.Now().Add(3 * time.Second)
-	for svc.Stats.Enqueued.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 3*time.Second, "b's URL to reach the step", func() bool { return svc.Stats.Enqueued.Load() >= 4 })
 	h.done(a1, false)
 	a2 := next("http://a.example/2") // published while the step waits
 	h.done(a2, false)
@@ -702,20 +686,16 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 	if task, _, ok := h.task(300 * time.Millisecond); ok {
 		t.Fatalf("a further task: %s", task.URL)
 	}
-	deadline = time.Now().Add(3 * time.Second)
-	for {
+	testutil.CheckFor(t, 3*time.Second, 10*time.Millisecond, func() error {
 		s, err := b.Stats(context.Background(), []int{0})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if s.InFlight == 0 && s.Queued == 0 {
-			break
+		if s.InFlight != 0 || s.Queued != 0 {
+			return fmt.Errorf("store not empty: %+v", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("store not empty: %+v", s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := svc.Stats.Reserved.Load(); n < 2 {
 		t.Errorf("reserved tasks = %d, want 2 or more", n)
 	}
@@ -738,7 +718,7 @@ func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
 		t.Fatal("no first task")
 	}
 	h.done(a1, false)
-	waitFor(t, "the done report applied", func() bool { return svc.Stats.Done.Load() == 1 })
+	testutil.Eventually(t, 5*time.Second, "the done report applied", func() bool { return svc.Stats.Done.Load() == 1 })
 	st.closed.Store(true)
 	h.enqueue("http://b.example/1") // its step waits at the gate
 	a2, _, ok := h.task(3 * time.Second)
@@ -752,7 +732,7 @@ func TestDueHostPublishesItsReservationWhileAStepIsPending(t *testing.T) {
 	}
 	h.done(a2, false)
 	h.done(b1, false)
-	waitFor(t, "the store empty", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the store empty", func() bool {
 		s, err := b.Stats(context.Background(), []int{0})
 		return err == nil && s.InFlight == 0 && s.Queued == 0
 	})
@@ -811,7 +791,7 @@ func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
 				}
 				h.done(task, false)
 			}
-			waitFor(t, "the store empty", func() bool {
+			testutil.Eventually(t, 5*time.Second, "the store empty", func() bool {
 				s, err := b.Stats(context.Background(), []int{0})
 				return err == nil && s.InFlight == 0 && s.Queued == 0
 			})
@@ -827,17 +807,5 @@ func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
 				t.Errorf("%d issuing steps waited for company with no delay", st.paced)
 			}
 		})
-	}
-}
-
-// waitFor polls ok until it holds, or fails the test after 5 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

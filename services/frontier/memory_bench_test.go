@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -111,18 +112,23 @@ func waitTasks(b *testing.B, url, prefix string, n int, timeout time.Duration) u
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(timeout)
 	stream := strings.ToUpper(prefix) + "_FETCH"
-	for time.Now().Before(deadline) {
-		if s, err := js.Stream(context.Background(), stream); err == nil {
-			if info, err := s.Info(context.Background()); err == nil && info.State.Msgs >= uint64(n) {
-				return info.State.Msgs
-			}
+	var msgs uint64
+	testutil.CheckFor(b, timeout, 200*time.Millisecond, func() error {
+		s, err := js.Stream(context.Background(), stream)
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	b.Fatalf("fewer than %d tasks issued after %v", n, timeout)
-	return 0
+		info, err := s.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if msgs = info.State.Msgs; msgs < uint64(n) {
+			return fmt.Errorf("%d tasks issued, want %d", msgs, n)
+		}
+		return nil
+	})
+	return msgs
 }
 
 // procMemory reads VmHWM and VmRSS (bytes) of a process.

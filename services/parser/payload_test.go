@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -77,20 +78,19 @@ func parserSettled(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		info, err := c.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
+	var info *jetstream.ConsumerInfo
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		var err error
+		if info, err = c.Info(ctx); err != nil {
+			return err
 		}
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			if info.NumRedelivered != 0 {
-				t.Errorf("%d pages redelivered", info.NumRedelivered)
-			}
-			break
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("pages not acked: %+v", info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pages not acked: %+v", info)
-		}
+		return nil
+	})
+	if info.NumRedelivered != 0 {
+		t.Errorf("%d pages redelivered", info.NumRedelivered)
 	}
 	s, err := js.Stream(ctx, names.StreamDLQ())
 	if err != nil {
