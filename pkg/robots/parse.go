@@ -2,8 +2,6 @@ package robots
 
 import (
 	"bytes"
-	"cmp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -266,73 +264,6 @@ func (b *builder) finish() *Robots {
 	return r
 }
 
-// directoryMin is the group size from which rules are filed by their
-// second byte; below it, scanning them all is as quick.
-const directoryMin = 16
-
-func compileGroup(arena string, gb *groupBuilder) *group {
-	g := &group{delay: gb.delay, hasDelay: gb.hasDelay}
-	rules := make([]rule, 0, len(gb.rules))
-	for _, s := range gb.rules {
-		pat := arena[s.off : s.off+s.n]
-		r := compileRule(pat, s.allow)
-		if s.dirIndex {
-			r = newRule(pat, true, true)
-		}
-		if r.canMatch() {
-			rules = append(rules, r)
-		}
-	}
-	if len(rules) == 0 {
-		return g
-	}
-	useDir := len(rules) >= directoryMin
-	// Sort positions rather than the rules themselves: moving structs that
-	// hold pointers costs write barriers.
-	order := make([]int32, len(rules))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(i, j int32) int {
-		a, b := &rules[i], &rules[j]
-		if useDir {
-			if c := cmp.Compare(a.bucket(), b.bucket()); c != 0 {
-				return c
-			}
-		}
-		return compareRules(a, b)
-	})
-	g.rules = make([]rule, 0, len(rules))
-	for _, i := range order {
-		if n := len(g.rules); n == 0 || g.rules[n-1] != rules[i] {
-			g.rules = append(g.rules, rules[i])
-		}
-	}
-	g.nscan = int32(len(g.rules))
-	if !useDir {
-		return g
-	}
-	var keys []byte
-	for i := range g.rules {
-		k := g.rules[i].bucket()
-		switch {
-		case k < 0:
-			continue
-		case len(keys) == 0:
-			g.nscan = int32(i)
-		case keys[len(keys)-1] == byte(k):
-			continue
-		}
-		keys = append(keys, byte(k))
-		g.starts = append(g.starts, int32(i))
-	}
-	if len(keys) > 0 {
-		g.keys = string(keys)
-		g.starts = slices.Clip(append(g.starts, int32(len(g.rules))))
-	}
-	return g
-}
-
 // splitLine extracts a line's key and value as robots.cc does: a NUL ends
 // the line (C strings), '#' starts a comment, and the key is separated by
 // the first ':', or, when the line has none, by whitespace if that leaves
@@ -419,55 +350,6 @@ func trimSpace(s []byte) []byte {
 func lowerASCII(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
 		return c + 'a' - 'A'
-	}
-	return c
-}
-
-// EscapePattern normalises a rule pattern the way robots.cc does before
-// matching: bytes outside ASCII are %-encoded and existing %-escapes are
-// upper-cased ("/á%aa" -> "/%C3%A1%AA"). Nothing is decoded.
-func EscapePattern(pattern string) string {
-	if !needsEscape(pattern) {
-		return pattern
-	}
-	return string(appendEscaped(nil, []byte(pattern)))
-}
-
-func needsEscape[S ~string | ~[]byte](s S) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 || s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) && (isLowerHex(s[i+1]) || isLowerHex(s[i+2])) {
-			return true
-		}
-	}
-	return false
-}
-
-func appendEscaped(dst, src []byte) []byte {
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case c == '%' && i+2 < len(src) && isHex(src[i+1]) && isHex(src[i+2]):
-			dst = append(dst, '%', upperASCII(src[i+1]), upperASCII(src[i+2]))
-			i += 2
-		case c >= 0x80:
-			dst = append(dst, '%', hex[c>>4], hex[c&0xF])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func isLowerHex(c byte) bool { return c >= 'a' && c <= 'f' }
-
-func upperASCII(c byte) byte {
-	if c >= 'a' && c <= 'z' {
-		return c - ('a' - 'A')
 	}
 	return c
 }

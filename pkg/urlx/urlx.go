@@ -168,8 +168,8 @@ func (b *baseURL) stdlibReadsHost() bool {
 func isWebScheme(s string) bool { return s == "http" || s == "https" }
 
 // canonicalize resolves s against base (nil: s must be absolute) and
-// canonicalizes it: ordinary references on the fast path (fast.go), the
-// others on the full one.
+// canonicalizes it: ordinary references on the fast path
+// (fast_canonicalize.go), the others on the full one.
 func canonicalize(base *baseURL, s string) (string, error) {
 	if out, ok := fastCanonicalize(base, s); ok {
 		return out, nil

@@ -12,8 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
 // DefaultUserAgent identifies the crawler with a contact URL, as polite
@@ -73,11 +71,6 @@ var keptHeaders = []string{
 	"Last-Modified", "ETag", "Location", "Refresh", "Link",
 	"Cache-Control", "Expires", "Retry-After", "X-Robots-Tag",
 }
-
-// ErrRedirectTooLong is matched (errors.Is) by the Err of a 3xx whose
-// target is longer than HTTPOptions.MaxURLLength: not followed, an error of
-// the page.
-var ErrRedirectTooLong = errors.New("redirect over the URL length limit")
 
 // ErrTimeout is matched (errors.Is) by the Err of a fetch that ran out of
 // time, whichever limit ran out (see TimeoutError).
@@ -406,39 +399,4 @@ func parseURL(rawURL string) (*url.URL, error) {
 		return nil, fmt.Errorf("invalid URL %q: no host", rawURL)
 	}
 	return u, nil
-}
-
-// redirectTarget returns a 3xx response's Location resolved against the
-// request URL, or "" when there is none or it does not parse.
-func redirectTarget(resp *http.Response) string {
-	if resp.StatusCode < 300 || resp.StatusCode > 399 {
-		return ""
-	}
-	loc, err := resp.Location()
-	if err != nil {
-		return ""
-	}
-	return loc.String()
-}
-
-// redirect sets out.Location to a 3xx response's target, or says why the
-// target is over the URL length limit (as sent, before it is parsed, or
-// once resolved against the request URL).
-func (c *HTTPClient) redirect(resp *http.Response, out *Response) error {
-	if resp.StatusCode < 300 || resp.StatusCode > 399 {
-		return nil
-	}
-	limit := c.opts.MaxURLLength
-	if limit <= 0 {
-		limit = urlx.MaxLength
-	}
-	if n := len(resp.Header.Get("Location")); n > limit {
-		return fmt.Errorf("%w: Location of %d bytes, over the %d-byte URL limit", ErrRedirectTooLong, n, limit)
-	}
-	target := redirectTarget(resp)
-	if len(target) > limit {
-		return fmt.Errorf("%w: target of %d bytes, over the %d-byte URL limit", ErrRedirectTooLong, len(target), limit)
-	}
-	out.Location = target
-	return nil
 }
