@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -54,8 +54,9 @@ type OutOptions struct {
 	Registerer prometheus.Registerer // trawler_out_lines_total, trawler_out_checkpoints_total
 }
 
-// Out is a tap on pages.parsed that appends one JSON line (messages.Parsed)
-// per fetched URL to a file, effectively once. It writes by the batch: the
+// Out is a tap on pages.parsed that appends one JSON line (messages.Parsed,
+// as messages.AppendParsedLine writes it: the archive's JSON Lines line) per
+// fetched URL to a file, effectively once. It writes by the batch: the
 // lines of up to Every (or MaxBatch messages), one fsync, then a checkpoint
 // beside the output recording the file's size and which stream sequences it
 // holds, then the acks. On start it cuts the file back to the checkpointed
@@ -238,15 +239,13 @@ func (w *Out) write(batch []jetstream.Msg) error {
 			continue // written before
 		}
 		seqs = append(seqs, md.Sequence.Stream)
-		// The message is the line: the parser wrote the document as one
-		// JSON object (docs/subjects.md), so it is copied, not decoded and
-		// encoded again (that was most of the writer's CPU). What cannot be
-		// a line of the file (not an object, or with a newline) is skipped.
-		data := bytes.TrimSpace(m.Data())
-		if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || bytes.IndexByte(data, '\n') >= 0 {
-			continue // not a document we can write; nothing to gain by retrying
+		// The line is the archive's JSON Lines line (one writer of both:
+		// messages.AppendParsedLine, which copies the parser's document
+		// rather than decode and encode it again). What cannot be a line
+		// (not one JSON object) is skipped: nothing to gain by retrying.
+		if buf, err = messages.AppendParsedLine(buf, m.Data()); err != nil {
+			continue
 		}
-		buf = append(append(buf, data...), '\n')
 		n++
 	}
 	if len(seqs) == 0 {

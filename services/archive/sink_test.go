@@ -83,7 +83,7 @@ func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 		t.Fatalf("JSON Lines files %v", lines)
 	}
 	data, _ := os.ReadFile(lines[0])
-	want := `{"url":"http://a.test/1","status":200,"outlinks":["http://a.test/2"],"depth":0,"fetched_at":"0001-01-01T00:00:00Z"}` + "\n"
+	want := string(parsed) + "\n" // the document as published: messages.AppendParsedLine
 	if string(data) != want {
 		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, want)
 	}
