@@ -66,11 +66,11 @@ func (s *JSONLSink) Run(ctx context.Context) error {
 	} else if len(done) > 0 {
 		log.Info("recovered JSON Lines files of a stopped writer", "files", done)
 	}
-	lf, err := newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
-	if err != nil {
-		return err
-	}
 	c, err := EnsureJSONL(ctx, s.o.JS, s.o.Names)
+	if err != nil {
+		return starting(ctx, err)
+	}
+	lf, err := newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
 	if err != nil {
 		return err
 	}
