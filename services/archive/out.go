@@ -186,9 +186,12 @@ func (w *Out) Run(ctx context.Context) error {
 
 // Drain waits until every parsed document the stream holds for the writer
 // is written and acknowledged, or ctx ends (the rest is written by the next
-// run), or Run has returned. Call it while Run runs, once the crawl has
-// finished, then end Run's ctx.
+// run), or Run has returned. Call it after Prepare, while Run runs, once
+// the crawl has finished, then end Run's ctx.
 func (w *Out) Drain(ctx context.Context) error {
+	if w.cons == nil {
+		return errors.New("--out: Drain before Prepare")
+	}
 	for {
 		ci, err := w.cons.Info(ctx)
 		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
