@@ -79,7 +79,7 @@ func tapCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			goto wait
 		case m = <-msgs:
 		}
-		if err := printTapped(stdout, m, format); err != nil {
+		if err := printTapped(stdout, m, a.names.Kind(m.Subject), format); err != nil {
 			return err
 		}
 	}
@@ -205,20 +205,38 @@ func tapSubscribe(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, su
 	return out, func() { _ = sub.Unsubscribe() }, nil
 }
 
-func printTapped(w io.Writer, m tapped, format string) error {
+// printTapped writes one tapped message. In the json format a message of
+// one of the crawl's kinds (subjects.Names.Kind) is decoded through
+// pkg/messages: its line names the kind, and a message that does not decode
+// (a poison message, another version) is still printed, with the decoder's
+// error in "error". The data is shown as it came, not re-encoded, so fields
+// of a newer writer stay visible.
+func printTapped(w io.Writer, m tapped, kind, format string) error {
 	if format == "raw" {
 		_, err := w.Write(append(append([]byte(nil), m.Data...), '\n'))
 		return err
 	}
-	rec := tapRecord{Subject: m.Subject, Seq: m.Seq, Time: m.Time}
+	rec := tapRecord{Subject: m.Subject, Seq: m.Seq, Time: m.Time, Kind: kind}
+	page := m.Header.Get(messages.HeaderPage)
 	if len(m.Header) > 0 {
 		rec.Headers = map[string]string{}
 		for k, v := range m.Header {
 			rec.Headers[k] = strings.Join(v, ", ")
 		}
-		if p := m.Header.Get(messages.HeaderPage); json.Valid([]byte(p)) {
-			rec.Page = json.RawMessage(p) // shown decoded, not as an escaped string
+		if json.Valid([]byte(page)) {
+			rec.Page = json.RawMessage(page) // shown decoded, not as an escaped string
 			delete(rec.Headers, messages.HeaderPage)
+		}
+	}
+	switch kind {
+	case "":
+	case messages.KindPage: // the metadata is the header; the data is the body
+		if _, err := messages.DecodeKind(kind, []byte(page)); err != nil {
+			rec.Error = err.Error()
+		}
+	default:
+		if _, err := messages.DecodeKind(kind, m.Data); err != nil {
+			rec.Error = err.Error()
 		}
 	}
 	switch {
@@ -235,11 +253,14 @@ func printTapped(w io.Writer, m tapped, format string) error {
 }
 
 // tapRecord is one line of `tap --format json`: the data as JSON when it is
-// JSON, else as text when it is UTF-8, else in base64.
+// JSON, else as text when it is UTF-8, else in base64; the message kind of
+// the subject, and why the message does not decode as that kind.
 type tapRecord struct {
 	Subject    string            `json:"subject"`
 	Seq        uint64            `json:"seq,omitempty"`
 	Time       time.Time         `json:"time"`
+	Kind       string            `json:"kind,omitempty"`
+	Error      string            `json:"error,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Page       json.RawMessage   `json:"page,omitempty"`
 	Data       json.RawMessage   `json:"data,omitempty"`

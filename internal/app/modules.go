@@ -167,29 +167,35 @@ func newParser(ctx context.Context, d *Deps) (Runner, error) {
 	return parser.New(po), nil
 }
 
-// newArchive runs the WARC and JSON Lines sinks into --archive: started
-// (its consumers created) when built, so that they see every page of what
-// follows; finished, with its open files completed, when Run's ctx ends.
+// A Sink is a module that reads what the crawl publishes alongside it (the
+// archive; `run --out` too): Runner, plus Prepare, which creates its durable
+// consumers (and opens its files) and is called before the crawl's services
+// start, so that it sees every page, and Drain, which at a finished crawl's
+// end waits until it has written what its streams hold, before Run's ctx
+// ends. `trawler archive` just runs it: Run prepares what was not.
+type Sink interface {
+	Runner
+	Prepare(ctx context.Context) error
+	Drain(ctx context.Context) error
+}
+
+var (
+	_ Sink = (*archive.Archive)(nil)
+	_ Sink = (*archive.Out)(nil)
+)
+
+// newArchive wires the WARC and JSON Lines sinks of --archive (a Sink).
 func newArchive(ctx context.Context, d *Deps) (Runner, error) {
-	a, err := startArchive(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	return archiveRunner{a}, nil
-}
-
-type archiveRunner struct{ a *archive.Archive }
-
-func (r archiveRunner) Run(ctx context.Context) error {
-	<-ctx.Done()
-	return r.a.Finish(context.WithoutCancel(ctx), false)
-}
-
-// startArchive runs the WARC and JSON Lines sinks of --archive.
-func startArchive(ctx context.Context, d *Deps) (*archive.Archive, error) {
 	cfg := d.Config
-	return archive.Start(ctx, archive.Options{
+	return archive.New(archive.Options{
 		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
 		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
-	})
+	}), nil
+}
+
+// newOut wires run's --out writer (a Sink; not a module of its own: it
+// belongs to the all-in-one run).
+func newOut(d *Deps) Sink {
+	return archive.NewOut(archive.OutOptions{JS: d.JS, Names: d.Names, Path: d.Config.Out,
+		Log: d.Log.With("service", "out"), Registerer: d.Registry})
 }

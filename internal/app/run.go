@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,27 +101,56 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	var arch *archive.Archive
-	if cfg.Archive != "" { // before the services: its consumer must see every page
-		if arch, err = startArchive(runCtx, d); err != nil {
-			return Summary{}, err
-		}
-	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
-		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
-	}
-	// --out before the services too: pages.parsed keeps a document only
+	// The sinks (--archive, --out) are prepared before the services: their
+	// consumers must see every page. pages.parsed keeps a document only
 	// while a consumer has yet to read it (--parsed-retention interest), so
-	// a page parsed before the writer's consumer existed was never written
-	// (the first URL of a crawl that fails at once, seen in
-	// TestUnresolvableHostEndsItsURLs).
-	var out *archive.Out
-	if cfg.Out != "" {
-		out, err = archive.StartOut(runCtx, archive.OutOptions{JS: d.JS, Names: d.Names, Path: cfg.Out,
-			Log: d.Log.With("service", "out"), Registerer: d.Registry})
+	// a page parsed before --out's consumer existed was never written (the
+	// first URL of a crawl that fails at once, seen in
+	// TestUnresolvableHostEndsItsURLs). They run on a context of their own:
+	// they outlive the services, to write the end of the crawl.
+	type namedSink struct {
+		flag string
+		Sink
+	}
+	var sinks []namedSink
+	if cfg.Archive != "" {
+		a, err := NewService(runCtx, "archive", d)
 		if err != nil {
 			return Summary{}, err
 		}
+		sinks = append(sinks, namedSink{"--archive", a.(Sink)})
+	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
+		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
 	}
+	if cfg.Out != "" {
+		sinks = append(sinks, namedSink{"--out", newOut(d)})
+	}
+	for _, s := range sinks {
+		if err := s.Prepare(runCtx); err != nil {
+			return Summary{}, wrapSinkErr(s.flag, err)
+		}
+	}
+	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
+	sinkErrs := make([]chan error, len(sinks))
+	for i, s := range sinks {
+		sinkErrs[i] = make(chan error, 1)
+		go func() { sinkErrs[i] <- s.Run(sinkCtx) }()
+	}
+	// endSinks ends the sinks' Run and returns their errors (once).
+	var sinksStopped []error
+	endSinks := func() error {
+		if sinksStopped == nil {
+			stopSinks()
+			sinksStopped = make([]error, len(sinks))
+			for i, s := range sinks {
+				if err := <-sinkErrs[i]; err != nil {
+					sinksStopped[i] = wrapSinkErr(s.flag, err)
+				}
+			}
+		}
+		return errors.Join(sinksStopped...)
+	}
+	defer endSinks() // an early return: the files are closed all the same
 	var wg sync.WaitGroup
 	runErr := make(chan error, len(Services)+1)
 	var fetch *fetcher.Service
@@ -143,7 +173,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	if cfg.MetricsAddr != "" {
 		ServeMetrics(runCtx, cfg.MetricsAddr, d, log)
 	}
-	if err := startHeartbeat(runCtx, d, arch != nil); err != nil {
+	if err := startHeartbeat(runCtx, d, cfg.Archive != ""); err != nil {
 		log.Warn("no heartbeat: trawler status cannot attach to this crawl", "err", err)
 	}
 
@@ -171,15 +201,16 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 
 	stop() // services finish the work in hand, ack it and return
 	wg.Wait()
-	if out != nil {
-		if err := out.Finish(waitErr == nil); err != nil {
-			return Summary{}, err
+	if waitErr == nil { // the crawl finished: the sinks write its end
+		for _, s := range sinks {
+			if err := s.Drain(ctx); err != nil {
+				endSinks()
+				return Summary{}, wrapSinkErr(s.flag, err)
+			}
 		}
 	}
-	if arch != nil {
-		if err := arch.Finish(ctx, waitErr == nil); err != nil {
-			return Summary{}, fmt.Errorf("--archive: %w", err)
-		}
+	if err := endSinks(); err != nil {
+		return Summary{}, err
 	}
 	sum := Summary{
 		Fetched: fetch.Stats.Fetched.Load(), Errors: fetch.Stats.Errors.Load(),
@@ -197,6 +228,15 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// wrapSinkErr names the flag of a sink's error; --out's errors name it
+// already.
+func wrapSinkErr(flag string, err error) error {
+	if strings.HasPrefix(err.Error(), flag) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }
 
 // nothingToResume tells, for a run without seeds, whether the data dir holds

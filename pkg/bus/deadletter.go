@@ -27,7 +27,7 @@ type DeadLetters struct {
 // Park publishes msg to the dead-letter subject and terminates it.
 func (d DeadLetters) Park(ctx context.Context, msg jetstream.Msg, reason string) error {
 	dl := messages.DeadLetter{
-		V: messages.Version, Service: d.Service, Subject: msg.Subject(),
+		Service: d.Service, Subject: msg.Subject(),
 		Reason: reason, At: time.Now().UTC(), Data: msg.Data(), Headers: msg.Headers(),
 	}
 	if md, err := msg.Metadata(); err == nil {

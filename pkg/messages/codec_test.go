@@ -70,7 +70,7 @@ func stdDecode(data []byte, v message) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return err
 	}
-	if got := v.version(); got != Version {
+	if got := *v.version(); got != Version {
 		return fmt.Errorf("unsupported schema version %d", got)
 	}
 	return nil
@@ -164,8 +164,8 @@ func TestVersionsOnTheWire(t *testing.T) {
 			t.Errorf("Decode(%s) = %v, want a version error", data, err)
 		}
 	}
-	if _, err := Encode(&FetchTask{ID: "x"}); err == nil {
-		t.Error("Encode of a message without its version succeeded")
+	if _, err := Encode(&FetchTask{V: 2, ID: "x"}); err == nil {
+		t.Error("Encode of a message of another version succeeded")
 	}
 }
 

@@ -220,13 +220,13 @@ const (
 // Schema returns the value of the Trawler-Schema header for a message kind.
 func Schema(kind string) string { return fmt.Sprintf("%s/v%d", kind, Version) }
 
-func (m *Discovered) version() int { return m.V }
-func (m *NewURLs) version() int    { return m.V }
-func (m *FetchTask) version() int  { return m.V }
-func (m *FetchDone) version() int  { return m.V }
-func (m *Page) version() int       { return m.V }
-func (m *Parsed) version() int     { return m.V }
-func (m *DeadLetter) version() int { return m.V }
+func (m *Discovered) version() *int { return &m.V }
+func (m *NewURLs) version() *int    { return &m.V }
+func (m *FetchTask) version() *int  { return &m.V }
+func (m *FetchDone) version() *int  { return &m.V }
+func (m *Page) version() *int       { return &m.V }
+func (m *Parsed) version() *int     { return &m.V }
+func (m *DeadLetter) version() *int { return &m.V }
 
 // DecodePage reads the Trawler-Page header of a pages.fetched message.
 func DecodePage(header string) (Page, error) {

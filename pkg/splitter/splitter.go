@@ -36,7 +36,7 @@ func Split(names subjects.Names, partitionCount int, via, source, idBase string,
 	var msgs []*nats.Msg
 	var ids []string
 	for _, p := range order {
-		data, _ := messages.Encode(&messages.Discovered{V: messages.Version, Partition: p, Via: via, Source: source, Links: byPart[p]})
+		data, _ := messages.Encode(&messages.Discovered{Partition: p, Via: via, Source: source, Links: byPart[p]})
 		m := nats.NewMsg(names.Discovered(p))
 		m.Data = data
 		msgs = append(msgs, m)

@@ -6,7 +6,10 @@ package subjects
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
 // DefaultPrefix is the subject prefix used when none is configured.
@@ -56,6 +59,40 @@ func (n Names) PagesParsed() string { return n.Prefix + ".pages.parsed" }
 
 // DeadLetter is where a service parks messages it cannot process.
 func (n Names) DeadLetter(service string) string { return n.Prefix + ".dlq." + service }
+
+// Kind tells which message kind (messages.KindDiscovered, ...) subject
+// carries, for messages.DecodeKind; "" for a subject that is not one of this
+// crawl's (another prefix, a wildcard, a name it does not define). On
+// pages.fetched the kind is KindPage: the message's Trawler-Page header
+// holds the page, its data the body.
+func (n Names) Kind(subject string) string {
+	rest, ok := strings.CutPrefix(subject, n.Prefix+".")
+	if !ok {
+		return ""
+	}
+	t := strings.Split(rest, ".")
+	partition := func(s string) bool {
+		_, err := strconv.ParseUint(s, 10, 31)
+		return err == nil
+	}
+	switch {
+	case len(t) == 2 && t[0] == "discovered" && partition(t[1]):
+		return messages.KindDiscovered
+	case len(t) == 3 && t[0] == "frontier" && partition(t[1]) && t[2] == "new":
+		return messages.KindNew
+	case len(t) == 3 && t[0] == "frontier" && partition(t[1]) && t[2] == "done":
+		return messages.KindDone
+	case len(t) == 2 && t[0] == "fetch" && partition(t[1]):
+		return messages.KindTask
+	case rest == "pages.fetched":
+		return messages.KindPage
+	case rest == "pages.parsed":
+		return messages.KindParsed
+	case len(t) == 2 && t[0] == "dlq" && t[1] != "" && t[1] != "*" && t[1] != ">":
+		return messages.KindDeadLetter
+	}
+	return ""
+}
 
 // Streams.
 

@@ -27,83 +27,104 @@ type Options struct {
 }
 
 // Archive runs a WARC sink and a JSON Lines sink over one directory: what
-// `trawler archive` and `trawler run --archive` start.
+// `trawler archive` and `trawler run --archive` run. It follows the
+// services' contract (docs/architecture.md): New wires and starts nothing;
+// Run works until its ctx ends. Two steps around Run serve `trawler run`:
+// Prepare, before the crawl's services start, creates the sinks' consumers
+// so that they see every page; Drain, at a finished crawl's end, waits until
+// the sinks have written what their streams hold.
 type Archive struct {
 	WARC  *WARCSink
 	JSONL *JSONLSink
-	js    jetstream.JetStream
-	names subjects.Names
+	o     Options
 
-	cancel context.CancelFunc
-	done   chan error
+	prepared bool
+	// stopped is closed when Run returns: Drain stops waiting for sinks
+	// that no longer run.
+	stopped chan struct{}
 }
 
-// Start creates both consumers (so no page published from now on is missed),
-// then runs both sinks until ctx ends or Finish.
-func Start(ctx context.Context, o Options) (*Archive, error) {
-	if o.Dir == "" {
-		return nil, errors.New("archive: no directory")
+// New builds an archive over o's directory; nothing is created or started
+// until Prepare or Run. The sinks' counters are registered on o.Registerer.
+func New(o Options) *Archive {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if _, err := EnsureWARC(ctx, o.JS, o.Names); err != nil {
-		return nil, err
-	}
-	if _, err := EnsureJSONL(ctx, o.JS, o.Names); err != nil {
-		return nil, err
-	}
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	a := &Archive{
+	return &Archive{
 		WARC: NewWARC(WARCOptions{JS: o.JS, Names: o.Names, Dir: o.Dir, MaxSize: o.MaxSize, MaxAge: o.MaxAge,
-			UserAgent: o.UserAgent, MaxDeliver: o.MaxDeliver, Log: log.With("sink", "warc"), Registerer: o.Registerer}),
+			UserAgent: o.UserAgent, MaxDeliver: o.MaxDeliver, Log: o.Log.With("sink", "warc"), Registerer: o.Registerer}),
 		JSONL: NewJSONL(JSONLOptions{JS: o.JS, Names: o.Names, Dir: o.Dir, MaxSize: o.MaxSize, MaxAge: o.MaxAge,
-			MaxDeliver: o.MaxDeliver, Log: log.With("sink", "jsonl"), Registerer: o.Registerer}),
-		js: o.JS, names: o.Names, done: make(chan error, 2),
+			MaxDeliver: o.MaxDeliver, Log: o.Log.With("sink", "jsonl"), Registerer: o.Registerer}),
+		o: o, stopped: make(chan struct{}),
+	}
+}
+
+// Prepare creates both sinks' durable consumers, so that no page published
+// from now on is missed: call it before the crawl's services start. Run
+// calls it when it was not called.
+func (a *Archive) Prepare(ctx context.Context) error {
+	if a.o.Dir == "" {
+		return errors.New("archive: no directory")
+	}
+	if _, err := EnsureWARC(ctx, a.o.JS, a.o.Names); err != nil {
+		return err
+	}
+	if _, err := EnsureJSONL(ctx, a.o.JS, a.o.Names); err != nil {
+		return err
+	}
+	a.prepared = true
+	return nil
+}
+
+// Run prepares the archive if Prepare was not called, then runs both sinks
+// until ctx ends; they complete their open files before it returns. A sink
+// that fails stops the other, and Run returns the failure. Run once.
+func (a *Archive) Run(ctx context.Context) error {
+	defer close(a.stopped)
+	if !a.prepared {
+		if err := a.Prepare(ctx); err != nil {
+			return starting(ctx, err)
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	a.cancel = cancel
-	go func() { a.done <- a.WARC.Run(runCtx) }()
-	go func() { a.done <- a.JSONL.Run(runCtx) }()
-	return a, nil
-}
-
-// Run waits until ctx (given to Start) ends and both sinks have stopped.
-func (a *Archive) Run(ctx context.Context) error {
-	<-ctx.Done()
-	return a.Finish(ctx, false)
-}
-
-// Finish stops the sinks, after waiting, when drain is set, until both have
-// written everything their streams hold for them (or ctx ends). The sinks
-// complete their open files before it returns.
-func (a *Archive) Finish(ctx context.Context, drain bool) error {
+	defer cancel()
+	done := make(chan error, 2)
+	go func() { done <- a.WARC.Run(runCtx) }()
+	go func() { done <- a.JSONL.Run(runCtx) }()
 	var errs []error
-	for drain {
-		n, err := Pending(ctx, a.js, a.names)
-		if err != nil {
-			if ctx.Err() == nil { // an interrupt is not a failure: the rest is written next time
-				errs = append(errs, err)
-			}
-			break
-		}
-		if n == 0 || ctx.Err() != nil {
-			break
-		}
-		select {
-		case err := <-a.done: // a sink failed: nothing will drain
-			a.done <- err
-			drain = false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	a.cancel()
 	for range 2 {
-		if err := <-a.done; err != nil && !errors.Is(err, context.Canceled) {
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
+			cancel() // the other sink too: the archive is not whole
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Drain waits until both sinks have written and acknowledged everything
+// their streams hold for them, or ctx ends (the rest is written by the next
+// run), or Run has returned. Call it while Run runs, once the crawl has
+// finished, then end Run's ctx.
+func (a *Archive) Drain(ctx context.Context) error {
+	for {
+		n, err := Pending(ctx, a.o.JS, a.o.Names)
+		if err != nil {
+			if ctx.Err() != nil { // an interrupt is not a failure: the rest is written next time
+				return nil
+			}
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-a.stopped: // a sink failed: nothing will drain; Run says why
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Pending counts the messages both sinks have yet to write or acknowledge.

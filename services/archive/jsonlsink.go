@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,36 +27,6 @@ const (
 	OpenSuffix  = ".open"
 )
 
-// Line is one object of the JSON Lines sink: a parsed page, reduced to what
-// downstream users ask for first. Text and Relevance are copied when the
-// parser publishes them.
-type Line struct {
-	URL       string    `json:"url"`
-	Status    int       `json:"status"`
-	Title     string    `json:"title,omitempty"`
-	Text      string    `json:"text,omitempty"`
-	Outlinks  []string  `json:"outlinks"`
-	Relevance *float64  `json:"relevance,omitempty"`
-	Depth     int       `json:"depth"`
-	FetchedAt time.Time `json:"fetched_at"`
-	Error     string    `json:"error,omitempty"`
-}
-
-// DecodeLine reads a pages.parsed document into a Line.
-func DecodeLine(data []byte) (Line, error) {
-	var p messages.Parsed
-	if err := messages.Decode(data, &p); err != nil {
-		return Line{}, err
-	}
-	// Text and Relevance stay empty when the parser did not publish them.
-	out := Line{URL: p.URL, Status: p.Status, Title: p.Title, Text: p.Text, Outlinks: p.Outlinks,
-		Relevance: p.Relevance, Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error}
-	if out.Outlinks == nil {
-		out.Outlinks = []string{}
-	}
-	return out, nil
-}
-
 // JSONLOptions configure a JSON Lines sink.
 type JSONLOptions struct {
 	JS         jetstream.JetStream
@@ -70,7 +39,9 @@ type JSONLOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// JSONLSink writes one JSON object per parsed page to rotating files.
+// JSONLSink writes one JSON object per parsed page to rotating files: the
+// Parsed document as the parser published it, one line each
+// (messages.AppendParsedLine, the --out file's line too).
 type JSONLSink struct {
 	o     JSONLOptions
 	Stats Stats
@@ -95,11 +66,11 @@ func (s *JSONLSink) Run(ctx context.Context) error {
 	} else if len(done) > 0 {
 		log.Info("recovered JSON Lines files of a stopped writer", "files", done)
 	}
-	lf, err := newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
-	if err != nil {
-		return err
-	}
 	c, err := EnsureJSONL(ctx, s.o.JS, s.o.Names)
+	if err != nil {
+		return starting(ctx, err)
+	}
+	lf, err := newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
 	if err != nil {
 		return err
 	}
@@ -114,10 +85,20 @@ type jsonlWriter struct {
 
 func (jw *jsonlWriter) write(batch []jetstream.Msg) (map[jetstream.Msg]error, error) {
 	var bad map[jetstream.Msg]error
-	var buf bytes.Buffer
+	size := 0
+	for _, m := range batch {
+		size += len(m.Data()) + 1
+	}
+	buf := make([]byte, 0, size)
 	n := 0
 	for _, m := range batch {
-		l, err := DecodeLine(m.Data())
+		// Decoded only to refuse what is not a Parsed document (the line
+		// is the document as published, as --out writes it).
+		var p messages.Parsed
+		err := messages.Decode(m.Data(), &p)
+		if err == nil {
+			buf, err = messages.AppendParsedLine(buf, m.Data())
+		}
 		if err != nil {
 			if bad == nil {
 				bad = map[jetstream.Msg]error{}
@@ -125,16 +106,13 @@ func (jw *jsonlWriter) write(batch []jetstream.Msg) (map[jetstream.Msg]error, er
 			bad[m] = err
 			continue
 		}
-		line, _ := json.Marshal(l) // a Line always marshals
-		buf.Write(line)
-		buf.WriteByte('\n')
 		n++
 	}
-	if err := jw.f.write(buf.Bytes()); err != nil {
+	if err := jw.f.write(buf); err != nil {
 		return nil, err
 	}
 	jw.stats.Records.Add(int64(n))
-	jw.stats.Bytes.Add(int64(buf.Len()))
+	jw.stats.Bytes.Add(int64(len(buf)))
 	return bad, nil
 }
 

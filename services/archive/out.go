@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -54,8 +54,9 @@ type OutOptions struct {
 	Registerer prometheus.Registerer // trawler_out_lines_total, trawler_out_checkpoints_total
 }
 
-// Out is a tap on pages.parsed that appends one JSON line (messages.Parsed)
-// per fetched URL to a file, effectively once. It writes by the batch: the
+// Out is a tap on pages.parsed that appends one JSON line (messages.Parsed,
+// as messages.AppendParsedLine writes it: the archive's JSON Lines line) per
+// fetched URL to a file, effectively once. It writes by the batch: the
 // lines of up to Every (or MaxBatch messages), one fsync, then a checkpoint
 // beside the output recording the file's size and which stream sequences it
 // holds, then the acks. On start it cuts the file back to the checkpointed
@@ -66,15 +67,20 @@ type OutOptions struct {
 // The checkpoint names the sequences, not a high-water mark: a batch lost in
 // a crash comes back only after its ack wait, when the next run has written
 // newer pages, so "at or below the last sequence written" would drop it.
+//
+// Out follows the services' contract: NewOut wires and starts nothing,
+// Prepare (before the crawl's services start, so that its consumer sees
+// every document) opens the file, applies its checkpoint and creates the
+// consumer, Run writes until its ctx ends and closes the file, and Drain, at
+// a finished crawl's end, waits until every parsed document is written.
 type Out struct {
 	o    OutOptions
 	f    *os.File
 	ckpt string
 	pos  outCheckpoint
 	cons jetstream.Consumer
-	done chan struct{}
-	quit context.CancelFunc
-	err  error
+	// stopped is closed when Run returns.
+	stopped chan struct{}
 
 	Lines       atomic.Int64 // lines written
 	Checkpoints atomic.Int64 // batches made durable
@@ -113,21 +119,9 @@ func (c *outCheckpoint) raise(floor uint64) {
 	c.Above = slices.Delete(c.Above, 0, i)
 }
 
-// StartOut opens (or resumes) the output file and starts writing.
-func StartOut(ctx context.Context, o OutOptions) (*Out, error) {
-	w, err := openOut(o)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.start(ctx); err != nil {
-		w.f.Close()
-		return nil, err
-	}
-	return w, nil
-}
-
-// openOut opens the file and applies its checkpoint.
-func openOut(o OutOptions) (*Out, error) {
+// NewOut builds the --out writer; nothing is opened or started until
+// Prepare or Run. Its counters are registered on o.Registerer.
+func NewOut(o OutOptions) *Out {
 	if o.Every <= 0 {
 		o.Every = DefaultOutEvery
 	}
@@ -137,40 +131,80 @@ func openOut(o OutOptions) (*Out, error) {
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultOutAckWait
 	}
-	f, err := os.OpenFile(o.Path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	w := &Out{o: o, f: f, ckpt: o.Path + ".checkpoint", done: make(chan struct{})}
-	if err := w.recover(); err != nil {
-		f.Close()
-		return nil, err
-	}
+	w := &Out{o: o, ckpt: o.Path + ".checkpoint", stopped: make(chan struct{})}
 	bus.RegisterCounters(o.Registerer, "out",
 		bus.Counter{Name: "lines_total", Help: "Lines written to the --out file.", Value: &w.Lines},
 		bus.Counter{Name: "checkpoints_total", Help: "Batches of the --out file made durable (fsync and checkpoint).", Value: &w.Checkpoints},
 	)
-	return w, nil
+	return w
 }
 
-func (w *Out) start(ctx context.Context) error {
-	var err error
+// Prepare opens (or resumes) the output file, cutting it back to its
+// checkpoint, and creates the writer's durable consumer: from then on no
+// parsed document is missed. Run calls it when it was not called; a
+// prepared Out holds its file until Run returns.
+func (w *Out) Prepare(ctx context.Context) error {
+	if w.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(w.o.Path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	w.f = f
+	if err := w.recover(); err != nil {
+		f.Close()
+		w.f = nil
+		return err
+	}
 	w.cons, err = w.o.JS.CreateOrUpdateConsumer(ctx, w.o.Names.StreamParsed(), jetstream.ConsumerConfig{
 		Durable: ConsumerOut, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4 * w.o.MaxBatch, AckWait: w.o.AckWait,
 		FilterSubject: w.o.Names.PagesParsed(),
 	})
 	if err != nil {
+		f.Close()
+		w.f = nil
 		return fmt.Errorf("--out consumer: %w", err)
 	}
-	octx, quit := context.WithCancel(context.WithoutCancel(ctx))
-	msgs, err := bus.PullBatches(octx, w.cons, w.o.MaxBatch)
-	if err != nil {
-		quit()
+	return nil
+}
+
+// Run prepares the writer if Prepare was not called, then writes batches
+// until ctx ends (the batch in hand is written first) or a write fails,
+// and closes the file. Run once.
+func (w *Out) Run(ctx context.Context) error {
+	defer close(w.stopped)
+	if err := w.Prepare(ctx); err != nil {
 		return err
 	}
-	w.quit = quit
-	go w.loop(octx, msgs)
-	return nil
+	err := w.loop(ctx)
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Drain waits until every parsed document the stream holds for the writer
+// is written and acknowledged, or ctx ends (the rest is written by the next
+// run), or Run has returned. Call it after Prepare, while Run runs, once
+// the crawl has finished, then end Run's ctx.
+func (w *Out) Drain(ctx context.Context) error {
+	if w.cons == nil {
+		return errors.New("--out: Drain before Prepare")
+	}
+	for {
+		ci, err := w.cons.Info(ctx)
+		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+			return nil
+		}
+		select {
+		case <-w.stopped: // stopped on an error: Run says which
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // recover reads the checkpoint and cuts off what was written after it.
@@ -206,16 +240,18 @@ func (w *Out) recover() error {
 	return err
 }
 
-func (w *Out) loop(ctx context.Context, msgs <-chan jetstream.Msg) {
-	defer close(w.done)
+func (w *Out) loop(ctx context.Context) error {
+	msgs, err := bus.PullBatches(ctx, w.cons, w.o.MaxBatch)
+	if err != nil {
+		return starting(ctx, err)
+	}
 	for {
 		batch := gather(ctx, msgs, w.o.MaxBatch, w.o.Every)
 		if batch == nil {
-			return
+			return nil
 		}
 		if err := w.write(batch); err != nil {
-			w.err = err
-			return
+			return err
 		}
 		for _, m := range batch {
 			_ = m.Ack()
@@ -238,15 +274,13 @@ func (w *Out) write(batch []jetstream.Msg) error {
 			continue // written before
 		}
 		seqs = append(seqs, md.Sequence.Stream)
-		// The message is the line: the parser wrote the document as one
-		// JSON object (docs/subjects.md), so it is copied, not decoded and
-		// encoded again (that was most of the writer's CPU). What cannot be
-		// a line of the file (not an object, or with a newline) is skipped.
-		data := bytes.TrimSpace(m.Data())
-		if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || bytes.IndexByte(data, '\n') >= 0 {
-			continue // not a document we can write; nothing to gain by retrying
+		// The line is the archive's JSON Lines line (one writer of both:
+		// messages.AppendParsedLine, which copies the parser's document
+		// rather than decode and encode it again). What cannot be a line
+		// (not one JSON object) is skipped: nothing to gain by retrying.
+		if buf, err = messages.AppendParsedLine(buf, m.Data()); err != nil {
+			continue
 		}
-		buf = append(append(buf, data...), '\n')
 		n++
 	}
 	if len(seqs) == 0 {
@@ -277,28 +311,6 @@ func (w *Out) write(batch []jetstream.Msg) error {
 	w.Lines.Add(int64(n))
 	w.Checkpoints.Add(1)
 	return nil
-}
-
-// Finish waits, when drain is set, until every parsed page is written, then
-// stops and closes the file.
-func (w *Out) Finish(drain bool) error {
-	for drain {
-		ci, err := w.cons.Info(context.Background())
-		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
-			break
-		}
-		select {
-		case <-w.done: // stopped on an error
-			drain = false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	w.quit()
-	<-w.done
-	if err := w.f.Close(); err != nil && w.err == nil {
-		w.err = err
-	}
-	return w.err
 }
 
 // replaceFile durably replaces path with data: a new temporary file beside

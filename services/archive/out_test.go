@@ -77,6 +77,31 @@ func outOptions(js jetstream.JetStream, names subjects.Names, path string) OutOp
 	return OutOptions{JS: js, Names: names, Path: path, Every: 20 * time.Millisecond, AckWait: time.Second}
 }
 
+// startOut runs an Out as `trawler run` does: built, prepared, run; finish
+// drains it (when drain is set), ends its Run and returns Run's error.
+func startOut(t *testing.T, o OutOptions, setup func(*Out)) (w *Out, finish func(drain bool) error) {
+	t.Helper()
+	w = NewOut(o)
+	if setup != nil {
+		setup(w)
+	}
+	if err := w.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	return w, func(drain bool) error {
+		if drain {
+			if err := w.Drain(context.Background()); err != nil {
+				return err
+			}
+		}
+		cancel()
+		return <-errc
+	}
+}
+
 // A crash after a batch's lines reached the file but before its checkpoint:
 // the batch was not acknowledged, so JetStream delivers it again, and the
 // next writer cuts the lines off before writing them again. Each URL ends up
@@ -84,30 +109,24 @@ func outOptions(js jetstream.JetStream, names subjects.Names, path string) OutOp
 func TestOutRedoneBatchWritesNoDuplicate(t *testing.T) {
 	js, names := testbus.Start(t, 1)
 	path := filepath.Join(t.TempDir(), "pages.jsonl")
-	ctx := context.Background()
 
-	w, err := openOut(outOptions(js, names, path))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var armed atomic.Bool
 	errCrash := errors.New("crash")
-	w.crash = func() error {
-		if armed.Load() {
-			return errCrash
+	w, finish := startOut(t, outOptions(js, names, path), func(w *Out) {
+		w.crash = func() error {
+			if armed.Load() {
+				return errCrash
+			}
+			return nil
 		}
-		return nil
-	}
-	if err := w.start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	})
 	publishParsed(t, js, names, 0, 10)
 	waitFor(t, "the first batches", func() bool { return w.Lines.Load() == 10 })
 	armed.Store(true)
 	publishParsed(t, js, names, 10, 25)
-	<-w.done // the crash stopped the writer
-	if err := w.Finish(false); !errors.Is(err, errCrash) {
-		t.Fatalf("Finish: %v, want the crash", err)
+	<-w.stopped // the crash stopped the writer
+	if err := finish(false); !errors.Is(err, errCrash) {
+		t.Fatalf("Run: %v, want the crash", err)
 	}
 	if got := outURLs(t, path); len(got) <= 10 {
 		t.Fatalf("the crashed batch left %d URLs in the file; the test wants it written and not checkpointed", len(got))
@@ -116,13 +135,10 @@ func TestOutRedoneBatchWritesNoDuplicate(t *testing.T) {
 	// The next writer gets newer pages first and the crashed batch only
 	// after its ack wait: the batch must not be taken for written because
 	// higher sequences were checkpointed meanwhile.
-	w2, err := StartOut(ctx, outOptions(js, names, path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w2, finish2 := startOut(t, outOptions(js, names, path), nil)
 	publishParsed(t, js, names, 25, 40)
 	waitFor(t, "the new pages and the redelivered batch", func() bool { return w2.Lines.Load() == 30 })
-	if err := w2.Finish(true); err != nil {
+	if err := finish2(true); err != nil {
 		t.Fatal(err)
 	}
 	wantEachOnce(t, path, 40)
@@ -135,13 +151,10 @@ func TestOutCheckpointedBatchIsNotWrittenAgain(t *testing.T) {
 	js, names := testbus.Start(t, 1)
 	path := filepath.Join(t.TempDir(), "pages.jsonl")
 	ctx := context.Background()
-	w, err := StartOut(ctx, outOptions(js, names, path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, finish := startOut(t, outOptions(js, names, path), nil)
 	publishParsed(t, js, names, 0, 30)
 	waitFor(t, "30 lines", func() bool { return w.Lines.Load() == 30 })
-	if err := w.Finish(true); err != nil {
+	if err := finish(true); err != nil {
 		t.Fatal(err)
 	}
 	if n := w.Checkpoints.Load(); n < 1 || n > 30 {
@@ -150,13 +163,10 @@ func TestOutCheckpointedBatchIsNotWrittenAgain(t *testing.T) {
 	if err := js.DeleteConsumer(ctx, names.StreamParsed(), ConsumerOut); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := StartOut(ctx, outOptions(js, names, path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w2, finish2 := startOut(t, outOptions(js, names, path), nil)
 	publishParsed(t, js, names, 30, 35)
 	waitFor(t, "the 5 new lines", func() bool { return w2.Lines.Load() == 5 })
-	if err := w2.Finish(true); err != nil {
+	if err := finish2(true); err != nil {
 		t.Fatal(err)
 	}
 	wantEachOnce(t, path, 35)
@@ -176,13 +186,10 @@ func TestOutCheckpointDoesNotFollowPlantedSymlink(t *testing.T) {
 	if err := os.Symlink(victim, path+".checkpoint.tmp"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := StartOut(context.Background(), outOptions(js, names, path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, finish := startOut(t, outOptions(js, names, path), nil)
 	publishParsed(t, js, names, 0, 3)
 	waitFor(t, "3 lines", func() bool { return w.Lines.Load() == 3 })
-	if err := w.Finish(true); err != nil {
+	if err := finish(true); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "precious\n" {
@@ -267,5 +274,33 @@ func TestOutCheckpointSequences(t *testing.T) {
 	c.raise(9)
 	if c.Seq != 9 || !slices.Equal(c.Above, []uint64{12}) || !c.has(7) {
 		t.Errorf("after raise(9): %+v", c)
+	}
+}
+
+// NewOut opens and creates nothing; Prepare opens the file and creates the
+// consumer, before Run.
+func TestOutNewStartsNothing(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	ctx := context.Background()
+	w := NewOut(outOptions(js, names, path))
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("file after NewOut: %v", err)
+	}
+	if _, err := js.Consumer(ctx, names.StreamParsed(), ConsumerOut); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("consumer after NewOut: %v", err)
+	}
+	if err := w.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.f.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("file after Prepare: %v", err)
+	}
+	if _, err := js.Consumer(ctx, names.StreamParsed(), ConsumerOut); err != nil {
+		t.Errorf("consumer after Prepare: %v", err)
+	}
+	if err := NewOut(outOptions(js, names, filepath.Join(path, "not-a-dir", "x"))).Prepare(ctx); err == nil {
+		t.Error("Prepare of an impossible path succeeded")
 	}
 }

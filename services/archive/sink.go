@@ -132,7 +132,7 @@ type writer interface {
 func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
 	msgs, err := bus.PullBatches(ctx, c, batchMax)
 	if err != nil {
-		return err
+		return starting(ctx, err)
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -164,6 +164,16 @@ func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetter
 			}
 		}
 	}
+}
+
+// starting is the error of a step that starts a sink: none when ctx ended
+// meanwhile (a sink stopped as it started has nothing to report; the
+// client's error for a canceled request is not always context.Canceled).
+func starting(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // handle writes one batch and acknowledges it once durable; failures to

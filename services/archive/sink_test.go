@@ -21,12 +21,9 @@ import (
 // nothing is left pending.
 func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 	js, names := testbus.Start(t, 1)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	dir := t.TempDir()
-	a, err := archive.Start(ctx, archive.Options{JS: js, Names: names, Dir: dir, UserAgent: "test", Log: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, finish := startArchive(t, archive.Options{JS: js, Names: names, Dir: dir, UserAgent: "test", Log: quiet()})
 	page := func(u string) []string {
 		meta, _ := json.Marshal(messages.Page{V: messages.Version, URL: u, Status: 200, FetchedAt: time.Now()})
 		return []string{messages.HeaderPage, string(meta)}
@@ -49,8 +46,7 @@ func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := a.Finish(context.Background(), false); err != nil {
+	if err := finish(false); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.WARC.Stats.Parked.Load() + a.JSONL.Stats.Parked.Load(); got != 3 {
@@ -83,7 +79,7 @@ func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 		t.Fatalf("JSON Lines files %v", lines)
 	}
 	data, _ := os.ReadFile(lines[0])
-	want := `{"url":"http://a.test/1","status":200,"outlinks":["http://a.test/2"],"depth":0,"fetched_at":"0001-01-01T00:00:00Z"}` + "\n"
+	want := string(parsed) + "\n" // the document as published: messages.AppendParsedLine
 	if string(data) != want {
 		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, want)
 	}
@@ -113,15 +109,10 @@ func TestPagesWaitForTheArchive(t *testing.T) {
 		t.Fatalf("PAGES holds %d messages after the parser's ack, want 1 kept for the archive", n)
 	}
 	dir := t.TempDir()
-	runCtx, cancel := context.WithCancel(ctx)
-	a, err := archive.Start(runCtx, archive.Options{JS: js, Names: names, Dir: dir, Log: quiet()})
-	if err != nil {
+	_, finish := startArchive(t, archive.Options{JS: js, Names: names, Dir: dir, Log: quiet()})
+	if err := finish(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Finish(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
 	deadline := time.Now().Add(5 * time.Second)
 	for msgs() != 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -134,6 +125,69 @@ func TestPagesWaitForTheArchive(t *testing.T) {
 	}
 	if _, err := js.Consumer(ctx, names.StreamPages(), archive.ConsumerWARC); err != jetstream.ErrConsumerNotFound {
 		t.Errorf("consumer after DeleteConsumers: %v", err)
+	}
+}
+
+// startArchive runs an archive as `trawler run` does: built, prepared,
+// run; finish drains it (when drain is set), ends its Run and returns Run's
+// error.
+func startArchive(t *testing.T, o archive.Options) (a *archive.Archive, finish func(drain bool) error) {
+	t.Helper()
+	a = archive.New(o)
+	if err := a.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	return a, func(drain bool) error {
+		if drain {
+			if err := a.Drain(context.Background()); err != nil {
+				return err
+			}
+		}
+		cancel()
+		return <-errc
+	}
+}
+
+// The archive follows the services' contract: New creates nothing (no
+// consumer, no file), Run alone prepares it.
+func TestArchiveNewStartsNothing(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	dir := filepath.Join(t.TempDir(), "archive")
+	a := archive.New(archive.Options{JS: js, Names: names, Dir: dir, Log: quiet()})
+	ctx := context.Background()
+	if _, err := js.Consumer(ctx, names.StreamPages(), archive.ConsumerWARC); err != jetstream.ErrConsumerNotFound {
+		t.Fatalf("consumer after New: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("directory after New: %v", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(runCtx) }()
+	waitUntil := time.Now().Add(5 * time.Second)
+	for {
+		_, errW := js.Consumer(ctx, names.StreamPages(), archive.ConsumerWARC)
+		_, errJ := js.Consumer(ctx, names.StreamParsed(), archive.ConsumerJSONL)
+		if errW == nil && errJ == nil {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatalf("Run created no consumers: %v, %v", errW, errJ)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := a.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := archive.New(archive.Options{JS: js, Names: names, Log: quiet()}).Prepare(ctx); err == nil {
+		t.Error("Prepare without a directory succeeded")
 	}
 }
 

@@ -64,6 +64,10 @@ func (s *WARCSink) Run(ctx context.Context) error {
 	} else if len(done) > 0 {
 		log.Info("recovered WARC files of a stopped writer", "files", done)
 	}
+	c, err := EnsureWARC(ctx, s.o.JS, s.o.Names)
+	if err != nil {
+		return starting(ctx, err)
+	}
 	host, _ := os.Hostname()
 	w, err := warc.NewWriter(warc.Options{
 		Dir: s.o.Dir, Prefix: s.o.Names.Prefix, MaxSize: s.o.MaxSize, MaxAge: s.o.MaxAge,
@@ -75,10 +79,6 @@ func (s *WARCSink) Run(ctx context.Context) error {
 			{Name: "description", Value: "HTTP heads rebuilt from Trawler's fetch metadata; bodies as received, Content-Encoding undone"},
 		},
 	})
-	if err != nil {
-		return err
-	}
-	c, err := EnsureWARC(ctx, s.o.JS, s.o.Names)
 	if err != nil {
 		return err
 	}

@@ -386,10 +386,10 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 		if len(links) == 0 {
 			continue
 		}
-		data, _ := messages.Encode(&messages.NewURLs{V: messages.Version, Partition: p, Links: links})
+		data, _ := messages.Encode(&messages.NewURLs{Partition: p, Links: links})
 		m := nats.NewMsg(s.o.Names.FrontierNew(p))
 		m.Data = data
-		m.Header.Set(messages.HeaderKind, "new")
+		m.Header.Set(messages.HeaderKind, messages.KindNew)
 		out = append(out, m)
 		ids = append(ids, fmt.Sprintf("new:%d:%d", p, in.seq))
 		s.Stats.New.Add(int64(len(links)))

@@ -140,14 +140,14 @@ const (
 // drops as a duplicate within the duplicate window.
 func (pt *partition) endRecord(ctx context.Context, in store.InFlight, reason, kind string) error {
 	t := in.Task
-	p := messages.Page{V: messages.Version, TaskID: t.ID, URL: t.URL, Host: t.Host, Partition: t.Partition,
+	p := messages.Page{TaskID: t.ID, URL: t.URL, Host: t.Host, Partition: t.Partition,
 		Depth: t.Depth, Hops: t.Hops, Error: reason, ErrorKind: kind, FetchedAt: time.Now().UTC()}
 	meta, err := messages.EncodePage(&p)
 	if err != nil {
 		return err
 	}
 	m := nats.NewMsg(pt.s.o.Names.PagesFetched())
-	m.Header.Set(messages.HeaderSchema, messages.Schema("page"))
+	m.Header.Set(messages.HeaderSchema, messages.Schema(messages.KindPage))
 	m.Header.Set(messages.HeaderPage, string(meta))
 	m.Header.Set("Trawler-URL", p.URL)
 	m.Header.Set("Trawler-Status", "0")

@@ -219,7 +219,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	data := fitDocument(&doc, limit)
 	pm := nats.NewMsg(s.o.Names.PagesParsed())
 	pm.Data = data
-	pm.Header.Set(messages.HeaderSchema, messages.Schema("parsed"))
+	pm.Header.Set(messages.HeaderSchema, messages.Schema(messages.KindParsed))
 	out = append(out, pm)
 	ids = append(ids, "parsed:"+page.TaskID)
 	err = bus.PublishAll(ctx, s.o.JS, out, ids)
@@ -249,7 +249,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 // parse returns the parsed document and the links to follow.
 func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (messages.Parsed, []messages.Link, error) {
 	doc := messages.Parsed{
-		V: messages.Version, TaskID: page.TaskID, URL: page.URL, Status: page.Status,
+		TaskID: page.TaskID, URL: page.URL, Status: page.Status,
 		ContentType: page.ContentType, Depth: page.Depth, FetchedAt: page.FetchedAt, Error: page.Error,
 		Outlinks: []string{},
 	}
