@@ -17,14 +17,14 @@ import (
 // record is the page message of a URL that was not fetched, and why.
 func (s *Service) record(task messages.FetchTask, why string) messages.Page {
 	return messages.Page{
-		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
+		TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
 		Depth: task.Depth, Hops: task.Hops, Error: errorText(why), FetchedAt: time.Now().UTC(),
 	}
 }
 
 func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 	p := messages.Page{
-		V: messages.Version, TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
+		TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
 		Depth: task.Depth, Hops: task.Hops, Status: r.Status, ContentType: r.ContentType, Headers: r.Headers,
 		Location: r.Location, FetchedAt: time.Now().UTC(), Duration: r.Duration, IP: r.IP,
 		BodySize: len(r.Body), Truncated: r.Truncated, Skipped: r.Skipped, Encoding: r.Encoding,

@@ -39,7 +39,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	acked := false
 	defer func() { s.claims.finish(task.ID, acked) }()
-	done := messages.FetchDone{V: messages.Version, TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}
+	done := messages.FetchDone{TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}
 	var out []*nats.Msg
 	var ids []string
 	if !task.Deadline.IsZero() && time.Now().After(task.Deadline) {
