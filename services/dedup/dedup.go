@@ -34,9 +34,20 @@ import (
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
+
+// Observer sees the fingerprints dedup receives, for a study of the crawl
+// beside it (the cache study's recorder, internal/cachestudy/record). It is
+// called from every owned partition's goroutine, so it must be safe for
+// concurrent use; it must not keep fps past the call, and it should return
+// quickly: the batch waits for it.
+type Observer interface {
+	// Fingerprints is called once per batch with the fingerprints partition
+	// received, in arrival order: repeats included, invalid URLs left out,
+	// a misrouted URL where it is re-routed to.
+	Fingerprints(partition int, fps []uint64)
+}
 
 // maxBatch bounds the discovered messages handled in one seen-set round trip.
 const maxBatch = 256
@@ -61,10 +72,8 @@ type Options struct {
 	ExpectedURLs int    // crawl-wide, to size the Bloom filters
 	BloomFP      float64
 
-	// TraceDir, when set, records every fingerprint received, per
-	// partition in arrival order, to a new "full" trace file there
-	// (pkg/urltrace; read by `trawler cachesim`).
-	TraceDir string
+	// Observer, when set, sees every fingerprint received (nil: none).
+	Observer Observer
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -85,10 +94,7 @@ type Service struct {
 	Stats  Stats
 	static cache.Cache // the shared static cache, for the static policy
 	mu     sync.Mutex
-	layers map[int]*layers  // by owned partition; guarded by mu
-	trace  *urltrace.Writer // nil: not recording
-
-	traceFailed sync.Once
+	layers map[int]*layers // by owned partition; guarded by mu
 
 	seenLatency, batchSize prometheus.Observer
 }
@@ -200,19 +206,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if _, err := cache.New(cmpOr(s.o.CachePolicy, "clock"), 16); err != nil && s.static == nil {
 		return err // an unknown policy fails at start, not per partition
 	}
-	if s.o.TraceDir != "" {
-		w, path, err := urltrace.Create(s.o.TraceDir, urltrace.Header{Kind: urltrace.Full, Partitions: max(s.o.PartitionCount, 1)})
-		if err != nil {
-			return fmt.Errorf("dedup trace: %w", err)
-		}
-		s.o.Log.Info("recording the full fingerprint trace", "file", path)
-		s.trace = w
-		defer func() {
-			if err := w.Close(); err != nil {
-				s.o.Log.Warn("closing the fingerprint trace failed", "file", path, "err", err)
-			}
-		}()
-	}
 	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
 		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
 	})
@@ -321,9 +314,8 @@ func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) erro
 	for _, in := range ins {
 		all = append(all, in.fps...)
 	}
-	if err := s.trace.Write(p, all); err != nil {
-		// The crawl goes on; the writer's error is sticky, so tracing stops.
-		s.traceFailed.Do(func() { log.Warn("fingerprint trace write failed; tracing stops", "err", err) })
+	if s.o.Observer != nil {
+		s.o.Observer.Fingerprints(p, all)
 	}
 	s.mu.Lock()
 	l := s.layers[p]

@@ -32,6 +32,18 @@ type Scope interface {
 	Allows(ctx context.Context, host string) (bool, error)
 }
 
+// Observer sees the links a parser hands the host splitter, for a study of
+// the crawl beside it (the cache study's recorder,
+// internal/cachestudy/record). Workers call it concurrently, so it must be
+// safe for concurrent use; it must not keep or change links, and it should
+// return quickly: the page waits for it.
+type Observer interface {
+	// Links is called once per parsed page (source is its URL) with the
+	// links to follow, canonical and filtered, before the recent-links cache
+	// (Options.Recent) holds any back. A redelivered page is seen again.
+	Links(source string, links []messages.Link)
+}
+
 // Options wire a parser service.
 type Options struct {
 	JS             jetstream.JetStream
@@ -63,9 +75,9 @@ type Options struct {
 	Scorer *topic.Scorer
 	// Recent holds back links this parser sent recently (nil: none).
 	Recent *splitter.Recent
-	// TraceDir, when set, records the cross subtrace in a new file there
-	// (splitter.CrossTrace; read by `trawler cachesim`).
-	TraceDir   string
+	// Observer, when set, sees the links of every page before Recent
+	// holds any back (nil: none).
+	Observer   Observer
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
 }
@@ -108,8 +120,7 @@ type Service struct {
 	limits  traps.Limits
 	dlq     bus.DeadLetters
 	scorer  *topic.Scorer
-	lineage *lineage             // SharkSearch only
-	cross   *splitter.CrossTrace // nil: not recording
+	lineage *lineage // SharkSearch only
 	Stats   Stats
 }
 
@@ -170,19 +181,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.o.TraceDir != "" {
-		ct, path, err := splitter.OpenCrossTrace(s.o.TraceDir, s.o.PartitionCount)
-		if err != nil {
-			return fmt.Errorf("parser cross trace: %w", err)
-		}
-		s.o.Log.Info("recording the cross fingerprint subtrace", "file", path)
-		s.cross = ct
-		defer func() {
-			if err := ct.Close(); err != nil {
-				s.o.Log.Warn("closing the cross trace failed", "file", path, "err", err)
-			}
-		}()
-	}
 	bus.Work(ctx, s.o.Workers, msgs, s.dlq.Recover(s.o.Log, s.handle))
 	return nil
 }
@@ -207,8 +205,8 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	if page.Location != "" {
 		via = messages.ViaRedirect
 	}
-	if err := s.cross.Record(page.URL, follow); err != nil {
-		s.o.Log.Warn("cross trace write failed; tracing stops", "err", err) // the crawl goes on
+	if s.o.Observer != nil {
+		s.o.Observer.Links(page.URL, follow)
 	}
 	follow = s.o.Recent.Filter(follow)
 	// Every message must fit the server's max_payload: a document or a
