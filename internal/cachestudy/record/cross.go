@@ -3,8 +3,8 @@ package record
 import (
 	"log/slog"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 	"github.com/trawlerhq/trawler/pkg/messages"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 

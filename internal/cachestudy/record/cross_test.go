@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 	"github.com/trawlerhq/trawler/pkg/messages"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 

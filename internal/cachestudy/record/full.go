@@ -3,7 +3,7 @@ package record
 import (
 	"log/slog"
 
-	"github.com/trawlerhq/trawler/pkg/urltrace"
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 )
 
 // Full records the full trace: every fingerprint dedup receives, per

@@ -14,7 +14,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/trawlerhq/trawler/pkg/urltrace"
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 )
 
 // file is a trace file being written, shared by the recorders.
