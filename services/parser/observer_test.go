@@ -38,7 +38,7 @@ func TestObserverSeesLinksBeforeRecent(t *testing.T) {
 	startParser(t, js, names, func(o *Options) { o.Recent, o.Observer = recent, obs })
 	body := []byte(`<a href="/x#frag">x</a> <a href="/y" rel=nofollow>y</a> <a href="http://out.test/">out</a> <a href="HTTP://A.TEST/z">z</a>`)
 	publishPage(t, js, names, messages.Page{TaskID: "1", URL: "http://a.test/one"}, body)
-	parsedDocs(t, js, names, 1) // the first page's links sent (and so recent) first
+	parserSettled(t, js, names) // the first page acked, so its links are recent
 	publishPage(t, js, names, messages.Page{TaskID: "2", URL: "http://a.test/two"}, body)
 	parsedDocs(t, js, names, 2)
 	parserSettled(t, js, names)
