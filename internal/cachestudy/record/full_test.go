@@ -23,15 +23,17 @@ func TestFullRecordsEachPartitionInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[int][]uint64{}
-	var wg sync.WaitGroup
 	for p := range P {
 		for b := range 50 {
-			batch := []uint64{uint64(p*1000 + b), uint64(p*1000 + b), 7} // repeats kept
-			want[p] = append(want[p], batch...)
+			want[p] = append(want[p], uint64(p*1000+b), uint64(p*1000+b), 7) // repeats kept
 		}
+	}
+	var wg sync.WaitGroup
+	for p := range P {
+		mine := want[p]
 		wg.Go(func() {
 			for b := range 50 {
-				f.Fingerprints(p, slices.Clone(want[p][3*b:3*b+3]))
+				f.Fingerprints(p, slices.Clone(mine[3*b:3*b+3]))
 			}
 		})
 	}
