@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/cachestudy"
+	"github.com/trawlerhq/trawler/internal/cachestudy/sim"
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 	"github.com/trawlerhq/trawler/pkg/cache"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 )
 
 // cachesimCmd replays a recorded fingerprint trace (--trace-dir) through
@@ -24,7 +25,7 @@ func cachesimCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	var (
 		tracePath = fs.String("trace", "", "trace file written by --trace-dir (required)")
-		policies  = fs.String("policies", strings.Join(cache.Policies, ","), "policies to simulate: "+strings.Join(cache.Policies, ", "))
+		policies  = fs.String("policies", strings.Join(sim.Policies, ","), "policies to simulate: "+strings.Join(sim.Policies, ", "))
 		sizes     = fs.String("sizes", "2^4..2^24", "cache sizes: numbers, 2^k, or a power-of-two range a..b, comma-separated")
 		partition = fs.Int("partition", urltrace.AllPartitions, "simulate one partition's requests only (-1: the whole trace in file order)")
 		split     = fs.Bool("split", false, "simulate dedup's layout: each size split evenly over the trace's partitions, each partition's cache seeing its own requests")
@@ -120,8 +121,8 @@ func simulate(ctx context.Context, path, name string, partition int, split bool,
 	if len(fps) == 0 {
 		return nil, fmt.Errorf("%s: no requests to simulate", path)
 	}
-	if len(fps) > cache.MaxTraceLen {
-		return nil, fmt.Errorf("%s: %d requests, more than the simulator's %d: use --partition", path, len(fps), cache.MaxTraceLen)
+	if len(fps) > sim.MaxTraceLen {
+		return nil, fmt.Errorf("%s: %d requests, more than the simulator's %d: use --partition", path, len(fps), sim.MaxTraceLen)
 	}
 	if ctx.Err() != nil {
 		return nil, errInterrupted
@@ -129,7 +130,7 @@ func simulate(ctx context.Context, path, name string, partition int, split bool,
 	if split {
 		return cachestudy.RunSplit(name, parts, h.Partitions, ps, ss, workers)
 	}
-	return cachestudy.Run(name, cache.NewTrace(fps), ps, ss, workers)
+	return cachestudy.Run(name, sim.NewTrace(fps), ps, ss, workers)
 }
 
 func writeStudy(dir string, tab *cachestudy.Table, md string) error {
@@ -141,7 +142,7 @@ func writeStudy(dir string, tab *cachestudy.Table, md string) error {
 		"table.csv":    tab.CSV,
 		"missrate.svg": tab.PlotMissRate,
 	}
-	if slices.Contains(tab.Policies, cache.MIN) {
+	if slices.Contains(tab.Policies, sim.MIN) {
 		files["relative.svg"] = tab.PlotRelativeToMIN
 	}
 	for name, write := range files {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 	"github.com/trawlerhq/trawler/internal/linkstream"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 )
 
 func writeTrace(t *testing.T, dir string) string {

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/record"
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/splitter"
@@ -89,12 +91,21 @@ func newDedup(ctx context.Context, d *Deps) (Runner, error) {
 		return nil, err
 	}
 	log := d.Log.With("service", "dedup")
-	return dedup.New(dedup.Options{
+	o := dedup.Options{
 		JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount, Join: d.joiner(ctx, "dedup"),
 		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
 		CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
-		ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP, TraceDir: cfg.TraceDir,
-	}), nil
+		ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP,
+	}
+	if cfg.TraceDir == "" {
+		return dedup.New(o), nil
+	}
+	full, err := record.OpenFull(cfg.TraceDir, cfg.PartitionCount, log)
+	if err != nil {
+		return nil, fmt.Errorf("dedup trace: %w", err)
+	}
+	o.Observer = full
+	return closing{dedup.New(o), full, log}, nil
 }
 
 // newFrontier wires the frontier service from the crawl's settings.
@@ -156,7 +167,7 @@ func newParser(ctx context.Context, d *Deps) (Runner, error) {
 		Recent: recent,
 		JS:     d.JS, Names: d.Names, Scope: sc, PartitionCount: cfg.PartitionCount, Workers: cfg.ParseWorkers,
 		MaxDepth: cfg.MaxDepth, MaxRedirects: cfg.MaxRedirects, MaxURLLength: cfg.MaxURLLength,
-		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry, TraceDir: cfg.TraceDir,
+		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
 	}
 	if err := cfg.ParserOptions(&po); err != nil {
 		return nil, err
@@ -164,7 +175,34 @@ func newParser(ctx context.Context, d *Deps) (Runner, error) {
 	if cfg.Out != "" || cfg.Archive != "" {
 		po.Text = true // run's --out and --archive write the text, read from here
 	}
-	return parser.New(po), nil
+	if cfg.TraceDir == "" {
+		return parser.New(po), nil
+	}
+	cross, err := record.OpenCross(cfg.TraceDir, cfg.PartitionCount, log)
+	if err != nil {
+		return nil, fmt.Errorf("parser trace: %w", err)
+	}
+	po.Observer = cross
+	return closing{parser.New(po), cross, log}, nil
+}
+
+// closing is a module whose Runner needs something closed when it ends: the
+// cache study's trace recorder (--trace-dir), attached as the service's
+// observer. Close runs after Run returns, when the service has finished the
+// work in hand and calls the observer no more. A failed close is logged:
+// the study never fails the crawl.
+type closing struct {
+	Runner
+	io.Closer
+	log *slog.Logger
+}
+
+func (c closing) Run(ctx context.Context) error {
+	err := c.Runner.Run(ctx)
+	if cerr := c.Closer.Close(); cerr != nil {
+		c.log.Warn("closing the fingerprint trace failed", "err", cerr)
+	}
+	return err
 }
 
 // A Sink is a module that reads what the crawl publishes alongside it (the

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/sim"
 	"github.com/trawlerhq/trawler/internal/linkstream"
 	"github.com/trawlerhq/trawler/pkg/cache"
 )
@@ -31,12 +32,12 @@ func BenchmarkStudy(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	tr := cache.NewTrace(fps)
+	tr := sim.NewTrace(fps)
 	b.Logf("%d requests, %d distinct, prepared in %s", tr.Len(), tr.Distinct(), time.Since(start))
 	perRequest := func(b *testing.B, sims int) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*sims), "ns/request/sim")
 	}
-	for _, p := range cache.Policies {
+	for _, p := range sim.Policies {
 		b.Run(p, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := Run("bench", tr, []string{p}, sizes, 1); err != nil {
@@ -59,10 +60,10 @@ func BenchmarkStudy(b *testing.B) {
 	})
 	b.Run("all", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := Run("bench", tr, cache.Policies, sizes, 0); err != nil {
+			if _, err := Run("bench", tr, sim.Policies, sizes, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
-		perRequest(b, len(cache.Policies)*len(sizes))
+		perRequest(b, len(sim.Policies)*len(sizes))
 	})
 }

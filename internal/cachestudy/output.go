@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/sim"
 	"github.com/trawlerhq/trawler/pkg/cache"
 )
 
@@ -64,12 +65,12 @@ func (t *Table) CSV(w io.Writer) error {
 
 // Colors and dashes per policy, stable across plots.
 var style = map[string]struct{ color, dash string }{
-	cache.Infinite: {"#555555", "2,3"},
-	cache.MIN:      {"#000000", ""},
-	cache.LRU:      {"#1f77b4", ""},
-	cache.Clock:    {"#d62728", "6,3"},
-	cache.Random:   {"#2ca02c", ""},
-	cache.Static:   {"#9467bd", ""},
+	sim.Infinite: {"#555555", "2,3"},
+	sim.MIN:      {"#000000", ""},
+	cache.LRU:    {"#1f77b4", ""},
+	cache.Clock:  {"#d62728", "6,3"},
+	cache.Random: {"#2ca02c", ""},
+	cache.Static: {"#9467bd", ""},
 }
 
 // PlotMissRate writes the paper's Figure 2/4: miss rate against cache size,
@@ -90,18 +91,18 @@ func (t *Table) PlotMissRate(w io.Writer) error {
 // PlotRelativeToMIN writes the paper's Figure 3/5: each policy's miss rate
 // divided by MIN's at the same size (INFINITE and MIN itself left out).
 func (t *Table) PlotRelativeToMIN(w io.Writer) error {
-	if _, ok := t.Hits[cache.MIN]; !ok {
+	if _, ok := t.Hits[sim.MIN]; !ok {
 		return fmt.Errorf("cachestudy: relative plot needs the min policy")
 	}
 	series := map[string][]float64{}
 	top := 1.0
 	for _, p := range t.Policies {
-		if p == cache.MIN || p == cache.Infinite {
+		if p == sim.MIN || p == sim.Infinite {
 			continue
 		}
 		for i := range t.Sizes {
 			r := 1.0
-			if m := t.MissRate(cache.MIN, i); m > 0 {
+			if m := t.MissRate(sim.MIN, i); m > 0 {
 				r = t.MissRate(p, i) / m
 			}
 			series[p] = append(series[p], r)

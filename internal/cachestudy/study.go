@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/sim"
 	"github.com/trawlerhq/trawler/pkg/cache"
 )
 
@@ -30,7 +31,7 @@ type Table struct {
 // Run simulates every policy at every size on tr, on up to workers
 // goroutines (<= 0: GOMAXPROCS): a job per (policy, size), except LRU, one
 // stack-distance pass for all sizes.
-func Run(name string, tr *cache.Trace, policies []string, sizes []int, workers int) (*Table, error) {
+func Run(name string, tr *sim.Trace, policies []string, sizes []int, workers int) (*Table, error) {
 	t := &Table{Name: name, Requests: tr.Len(), Distinct: tr.Distinct(), Policies: policies, Sizes: sizes, Hits: map[string][]int{}}
 	type job struct {
 		policy string
@@ -113,7 +114,7 @@ func RunSplit(name string, parts map[int][]uint64, partitions int, policies []st
 		if len(fps) == 0 {
 			continue
 		}
-		sub, err := Run(name, cache.NewTrace(fps), policies, per, workers)
+		sub, err := Run(name, sim.NewTrace(fps), policies, per, workers)
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +131,7 @@ func RunSplit(name string, parts map[int][]uint64, partitions int, policies []st
 
 func cost(policy string) int {
 	switch policy {
-	case cache.MIN:
+	case sim.MIN:
 		return 3
 	case cache.Clock, cache.Random, cache.LRU: // LRU: one pass, all sizes
 		return 2
@@ -242,15 +243,15 @@ func ParsePolicies(s string) ([]string, error) {
 	var out []string
 	for p := range strings.SplitSeq(s, ",") {
 		p = strings.ToLower(strings.TrimSpace(p))
-		if !slices.Contains(cache.Policies, p) {
-			return nil, fmt.Errorf("policy %q: want one of %s", p, strings.Join(cache.Policies, ", "))
+		if !slices.Contains(sim.Policies, p) {
+			return nil, fmt.Errorf("policy %q: want one of %s", p, strings.Join(sim.Policies, ", "))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b string) int {
-		return slices.Index(cache.Policies, a) - slices.Index(cache.Policies, b)
+		return slices.Index(sim.Policies, a) - slices.Index(sim.Policies, b)
 	})
 	return out, nil
 }

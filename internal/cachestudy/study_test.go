@@ -10,18 +10,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/sim"
 	"github.com/trawlerhq/trawler/internal/linkstream"
 	"github.com/trawlerhq/trawler/pkg/cache"
 )
 
 func TestRunMatchesEachSimulation(t *testing.T) {
-	tr := cache.NewTrace(linkstream.New(linkstream.Options{Seed: 3}).Fingerprints(100_000))
+	tr := sim.NewTrace(linkstream.New(linkstream.Options{Seed: 3}).Fingerprints(100_000))
 	sizes := []int{16, 256, 4096, 65536}
-	tab, err := Run("linkstream", tr, cache.Policies, sizes, 2)
+	tab, err := Run("linkstream", tr, sim.Policies, sizes, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range cache.Policies {
+	for _, p := range sim.Policies {
 		for i, s := range sizes {
 			want, err := tr.Hits(p, s)
 			if err != nil {
@@ -33,7 +34,7 @@ func TestRunMatchesEachSimulation(t *testing.T) {
 		}
 	}
 	// The curve falls with size for the dynamic policies.
-	for _, p := range []string{cache.LRU, cache.Clock, cache.MIN} {
+	for _, p := range []string{cache.LRU, cache.Clock, sim.MIN} {
 		for i := 1; i < len(sizes); i++ {
 			if tab.MissRate(p, i) > tab.MissRate(p, i-1) {
 				t.Errorf("%s: miss rate rises from %d to %d", p, sizes[i-1], sizes[i])
@@ -52,7 +53,7 @@ func TestRunMatchesEachSimulation(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&cs).ReadAll()
-	if err != nil || len(recs) != 1+len(cache.Policies)*len(sizes) {
+	if err != nil || len(recs) != 1+len(sim.Policies)*len(sizes) {
 		t.Fatalf("csv: %d records, err %v", len(recs), err)
 	}
 	if err := tab.PlotMissRate(&svg1); err != nil {
@@ -61,8 +62,8 @@ func TestRunMatchesEachSimulation(t *testing.T) {
 	if err := tab.PlotRelativeToMIN(&svg2); err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, svg1.Bytes(), len(cache.Policies))
-	checkSVG(t, svg2.Bytes(), len(cache.Policies)-2) // MIN and INFINITE left out
+	checkSVG(t, svg1.Bytes(), len(sim.Policies))
+	checkSVG(t, svg2.Bytes(), len(sim.Policies)-2) // MIN and INFINITE left out
 }
 
 // checkSVG parses the plot as XML and counts its lines.
@@ -91,18 +92,18 @@ func TestRunSplitSumsPartitions(t *testing.T) {
 	s := linkstream.New(linkstream.Options{Seed: 4})
 	parts := map[int][]uint64{0: s.Fingerprints(20_000), 1: s.Fingerprints(5_000), 2: nil}
 	sizes := []int{16, 300, 3000}
-	tab, err := RunSplit("split", parts, 3, cache.Policies, sizes, 2)
+	tab, err := RunSplit("split", parts, 3, sim.Policies, sizes, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tab.Requests != 25_000 {
 		t.Fatalf("requests %d", tab.Requests)
 	}
-	for _, p := range cache.Policies {
+	for _, p := range sim.Policies {
 		for i, size := range sizes {
 			want := 0
 			for _, fps := range parts {
-				h, err := cache.NewTrace(fps).Hits(p, max(size/3, MinPartitionCache))
+				h, err := sim.NewTrace(fps).Hits(p, max(size/3, MinPartitionCache))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -143,7 +144,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	ps, err := ParsePolicies("static, LRU,min,lru")
-	if want := []string{cache.MIN, cache.LRU, cache.Static}; err != nil || !slices.Equal(ps, want) {
+	if want := []string{sim.MIN, cache.LRU, cache.Static}; err != nil || !slices.Equal(ps, want) {
 		t.Fatalf("ParsePolicies = %v, %v", ps, err)
 	}
 	if _, err := ParsePolicies("lru,fifo"); err == nil {

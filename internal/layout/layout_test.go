@@ -1,6 +1,9 @@
 // Package layout holds the test of the repository's layering: cmd ->
 // internal -> services -> pkg, no import running back up, so that a library
-// can be used without the configuration tree or the wiring above it.
+// can be used without the configuration tree or the wiring above it; and of
+// the cache study's seam: the study's packages (internal/cachestudy/...) are
+// imported only by the study itself, the wiring (internal/app) and the
+// commands, so the crawl path knows the study only as its observers.
 package layout
 
 import (
@@ -26,35 +29,78 @@ var layers = []struct {
 	{"internal", []string{"cmd/"}},
 }
 
+// study is the cache study's tree; studyUsers are the only directories
+// (with those under them) whose packages may import it.
+const study = "internal/cachestudy"
+
+var studyUsers = []string{study, "internal/app", "cmd"}
+
+const root = "../.."
+
+// eachImport calls fn with every import of every non-test Go file under dir
+// (relative to the repository's root) and returns the files read.
+func eachImport(t *testing.T, dir string, fn func(file, imp string)) int {
+	t.Helper()
+	checked := 0
+	err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		rel, _ := filepath.Rel(root, path)
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			fn(filepath.ToSlash(rel), p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checked
+}
+
 func TestNoImportRunsBackUp(t *testing.T) {
-	root := filepath.Join("..", "..")
 	checked := 0
 	for _, l := range layers {
-		err := filepath.WalkDir(filepath.Join(root, l.dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			checked++
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				for _, up := range l.denied {
-					if strings.HasPrefix(p, module+up) {
-						rel, _ := filepath.Rel(root, path)
-						t.Errorf("%s imports %s: %s/ may not import %s", rel, p, l.dir, strings.TrimSuffix(up, "/"))
-					}
+		checked += eachImport(t, l.dir, func(file, p string) {
+			for _, up := range l.denied {
+				if strings.HasPrefix(p, module+up) {
+					t.Errorf("%s imports %s: %s/ may not import %s", file, p, l.dir, strings.TrimSuffix(up, "/"))
 				}
 			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if checked < 100 {
 		t.Fatalf("checked %d files: the walk did not find the tree", checked)
+	}
+}
+
+// TestStudyBehindItsSeam: the crawl path (services, pkg, the rest of
+// internal) never imports the cache study; internal/app attaches the
+// study's recorders as the services' observers.
+func TestStudyBehindItsSeam(t *testing.T) {
+	under := func(file, dir string) bool { return strings.HasPrefix(file, dir+"/") }
+	checked, users := 0, 0
+	for _, dir := range []string{"cmd", "internal", "services", "pkg"} {
+		checked += eachImport(t, dir, func(file, p string) {
+			if p != module+study && !strings.HasPrefix(p, module+study+"/") {
+				return
+			}
+			for _, u := range studyUsers {
+				if under(file, u) {
+					users++
+					return
+				}
+			}
+			t.Errorf("%s imports %s: only %s import the cache study", file, p, strings.Join(studyUsers, ", "))
+		})
+	}
+	if checked < 100 || users == 0 {
+		t.Fatalf("checked %d files, %d imports of the study: the walk did not find the tree", checked, users)
 	}
 }

@@ -33,33 +33,6 @@ func benchTrace() ([]uint64, map[uint64]int) {
 	return trace, counts
 }
 
-var hitRateSizes = []int{1_000, 10_000, 20_000, 50_000, 100_000, 500_000}
-
-// BenchmarkHitRate reports each policy's hit rate on the link stream, with
-// MIN and INFINITE as bounds. One op is a replay of the whole trace.
-func BenchmarkHitRate(b *testing.B) {
-	tr, counts := benchTrace()
-	policies := map[string]func(size int) int{
-		Clock:      func(size int) int { return Replay(mustNew(b, Clock, size), tr) },
-		LRU:        func(size int) int { return Replay(mustNew(b, LRU, size), tr) },
-		Random:     func(size int) int { return Replay(mustNew(b, Random, size), tr) },
-		Static:     func(size int) int { return Replay(NewStatic(topK(counts, size)), tr) },
-		"min":      func(size int) int { return SimulateMIN(tr, size) },
-		"infinite": func(int) int { return SimulateInfinite(tr) },
-	}
-	for _, name := range []string{"min", Clock, LRU, Random, Static, "infinite"} {
-		for _, size := range hitRateSizes {
-			b.Run(fmt.Sprintf("%s/%d", name, size), func(b *testing.B) {
-				var hits int
-				for b.Loop() {
-					hits = policies[name](size)
-				}
-				b.ReportMetric(100*float64(hits)/float64(len(tr)), "hit%")
-			})
-		}
-	}
-}
-
 // BenchmarkLookupInsert measures the cost of the dedup path per link: a
 // Lookup, and an Insert on a miss. One op is a replay of the whole trace;
 // ns/link is the figure to read.
@@ -79,7 +52,7 @@ func BenchmarkLookupInsert(b *testing.B) {
 						c = mustNew(b, policy, size)
 					}
 					b.StartTimer()
-					Replay(c, tr)
+					replay(c, tr)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(tr)), "ns/link")
 			})

@@ -4,9 +4,9 @@
 // the URL is dropped without a store round trip. A miss says nothing; the
 // caller asks the store and then calls Insert.
 //
-// Policies: CLOCK (the default), LRU, RANDOM and STATIC, plus the INFINITE
-// and MIN (Belady) bounds as trace simulations in sim.go; Trace (trace.go,
-// stack.go) runs them all on a recorded trace, LRU at every size in one pass. Every cache is a few
+// Policies: CLOCK (the default), LRU, RANDOM and STATIC. The cache study's
+// simulator (internal/cachestudy/sim) replays recorded traces through them
+// beside the INFINITE and MIN (Belady) bounds. Every cache is a few
 // flat arrays allocated once for its capacity, with no per-entry heap
 // objects: RANDOM and STATIC a scatter table (table.go), CLOCK and LRU a dense
 // array of entries and an index (index.go). docs/cache.md gives bytes per

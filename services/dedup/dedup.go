@@ -18,25 +18,31 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/cache"
-	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/ownership"
-	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
-	"github.com/trawlerhq/trawler/pkg/urlx"
 )
+
+// Observer sees the fingerprints dedup receives, for a study of the crawl
+// beside it (the cache study's recorder, internal/cachestudy/record). It is
+// called from every owned partition's goroutine, so it must be safe for
+// concurrent use; it must not keep fps past the call, and it should return
+// quickly: the batch waits for it.
+type Observer interface {
+	// Fingerprints is called once per batch with the fingerprints partition
+	// received, in arrival order: repeats included, invalid URLs left out,
+	// a misrouted URL where it is re-routed to.
+	Fingerprints(partition int, fps []uint64)
+}
 
 // maxBatch bounds the discovered messages handled in one seen-set round trip.
 const maxBatch = 256
@@ -61,10 +67,8 @@ type Options struct {
 	ExpectedURLs int    // crawl-wide, to size the Bloom filters
 	BloomFP      float64
 
-	// TraceDir, when set, records every fingerprint received, per
-	// partition in arrival order, to a new "full" trace file there
-	// (pkg/urltrace; read by `trawler cachesim`).
-	TraceDir string
+	// Observer, when set, sees every fingerprint received (nil: none).
+	Observer Observer
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -85,10 +89,7 @@ type Service struct {
 	Stats  Stats
 	static cache.Cache // the shared static cache, for the static policy
 	mu     sync.Mutex
-	layers map[int]*layers  // by owned partition; guarded by mu
-	trace  *urltrace.Writer // nil: not recording
-
-	traceFailed sync.Once
+	layers map[int]*layers // by owned partition; guarded by mu
 
 	seenLatency, batchSize prometheus.Observer
 }
@@ -126,68 +127,6 @@ func New(o Options) *Service {
 	return s
 }
 
-func (s *Service) bloomFill() (ratio, fpRate float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.layers) == 0 {
-		return 0, 0
-	}
-	for _, l := range s.layers {
-		r, f, _ := l.fill()
-		ratio += r
-		fpRate += f
-	}
-	n := float64(len(s.layers))
-	return ratio / n, fpRate / n
-}
-
-// loadStatic reads the static policy's fingerprints, shared by partitions.
-func (s *Service) loadStatic() error {
-	o := s.o
-	if o.CachePolicy != "static" {
-		return nil
-	}
-	f, err := os.Open(o.StaticFile)
-	if err != nil {
-		return fmt.Errorf("static cache file: %w", err)
-	}
-	defer f.Close()
-	c, err := cache.LoadStatic(f, o.CacheSize)
-	if err != nil {
-		return fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
-	}
-	s.static = newConfirmedStatic(c)
-	return nil
-}
-
-// newPartitionLayers builds partition p's cache and Bloom filter. The cache
-// budget is split over the static partitions, or over all P partitions when
-// ownership is dynamic (a replica owning everything gets all of it).
-func (s *Service) newPartitionLayers() (*layers, error) {
-	o := s.o
-	share := len(o.Partitions)
-	if o.Join != nil {
-		share = o.PartitionCount
-	}
-	per := max(o.CacheSize/max(share, 1), 16)
-	expected := uint(max(o.ExpectedURLs/max(o.PartitionCount, 1), 1))
-	c := s.static
-	if c == nil {
-		var err error
-		if c, err = cache.New(cmpOr(o.CachePolicy, "clock"), per); err != nil {
-			return nil, err
-		}
-	}
-	return newLayers(c, expected, o.BloomFP), nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // Run consumes every owned partition until ctx ends, then finishes the batch
 // in hand and returns.
 func (s *Service) Run(ctx context.Context) error {
@@ -199,19 +138,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	if _, err := cache.New(cmpOr(s.o.CachePolicy, "clock"), 16); err != nil && s.static == nil {
 		return err // an unknown policy fails at start, not per partition
-	}
-	if s.o.TraceDir != "" {
-		w, path, err := urltrace.Create(s.o.TraceDir, urltrace.Header{Kind: urltrace.Full, Partitions: max(s.o.PartitionCount, 1)})
-		if err != nil {
-			return fmt.Errorf("dedup trace: %w", err)
-		}
-		s.o.Log.Info("recording the full fingerprint trace", "file", path)
-		s.trace = w
-		defer func() {
-			if err := w.Close(); err != nil {
-				s.o.Log.Warn("closing the fingerprint trace failed", "file", path, "err", err)
-			}
-		}()
 	}
 	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
 		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
@@ -277,177 +203,4 @@ func (s *Service) runPartition(ctx context.Context, p int) error {
 			return err
 		}
 	}
-}
-
-type input struct {
-	msg   jetstream.Msg
-	seq   uint64
-	links []messages.Link
-	fps   []uint64
-}
-
-func (s *Service) handle(ctx context.Context, p int, batch []jetstream.Msg) error {
-	log := s.o.Log.With("partition", p)
-	var ins []input
-	var rerouted []messages.Link
-	for _, m := range batch {
-		in, misrouted, err := s.decode(p, m)
-		if err != nil {
-			s.dlq.ParkOrLog(ctx, m, err.Error(), log)
-			continue
-		}
-		rerouted = append(rerouted, misrouted...)
-		ins = append(ins, in)
-	}
-	if len(rerouted) > 0 {
-		// Someone published to the wrong partition: send each URL where it
-		// belongs rather than dropping it.
-		md, _ := batch[0].Metadata()
-		idBase := fmt.Sprintf("reroute:%d:%d", p, md.Sequence.Stream)
-		if err := bus.Retry(ctx, "reroute", log.Warn, nil, func() error { return s.reroute(ctx, idBase, rerouted) }); err != nil {
-			return err
-		}
-	}
-	if len(ins) == 0 {
-		return nil
-	}
-	hold := func() {
-		for _, in := range ins {
-			_ = in.msg.InProgress()
-		}
-	}
-
-	var all []uint64
-	for _, in := range ins {
-		all = append(all, in.fps...)
-	}
-	if err := s.trace.Write(p, all); err != nil {
-		// The crawl goes on; the writer's error is sticky, so tracing stops.
-		s.traceFailed.Do(func() { log.Warn("fingerprint trace write failed; tracing stops", "err", err) })
-	}
-	s.mu.Lock()
-	l := s.layers[p]
-	s.mu.Unlock()
-	decided := l.classify(all, &s.Stats)
-	var ask []uint64
-	for fp, v := range decided {
-		if v == verdictMaybe {
-			ask = append(ask, fp)
-		}
-	}
-	if len(ask) > 0 {
-		var seen []bool
-		start := time.Now()
-		if err := bus.Retry(ctx, "seen-set lookup", log.Warn, hold, func() (err error) {
-			seen, err = s.o.Seen.Seen(ctx, p, ask)
-			return err
-		}); err != nil {
-			return err
-		}
-		if s.seenLatency != nil {
-			s.seenLatency.Observe(time.Since(start).Seconds())
-		}
-		s.Stats.SeenLookups.Add(int64(len(ask)))
-		for i, fp := range ask {
-			if seen[i] {
-				decided[fp] = verdictSeen
-				s.Stats.SeenHits.Add(1)
-			} else {
-				decided[fp] = verdictNew
-			}
-		}
-	}
-	if s.batchSize != nil {
-		s.batchSize.Observe(float64(len(all)))
-	}
-	// known: fingerprints that are duplicates from here on, whether seen
-	// before or forwarded earlier in this batch.
-	known := make(map[uint64]bool, len(decided))
-	for fp, v := range decided {
-		if v == verdictSeen {
-			known[fp] = true
-		}
-	}
-
-	var out []*nats.Msg
-	var ids []string
-	var fresh []uint64
-	for _, in := range ins {
-		var links []messages.Link
-		for i, fp := range in.fps {
-			if known[fp] {
-				s.Stats.Duplicate.Add(1)
-				continue
-			}
-			known[fp] = true
-			fresh = append(fresh, fp)
-			links = append(links, in.links[i])
-		}
-		if len(links) == 0 {
-			continue
-		}
-		data, _ := messages.Encode(&messages.NewURLs{Partition: p, Links: links})
-		m := nats.NewMsg(s.o.Names.FrontierNew(p))
-		m.Data = data
-		m.Header.Set(messages.HeaderKind, messages.KindNew)
-		out = append(out, m)
-		ids = append(ids, fmt.Sprintf("new:%d:%d", p, in.seq))
-		s.Stats.New.Add(int64(len(links)))
-	}
-	if err := bus.Retry(ctx, "publish new URLs", log.Warn, hold, func() error { return bus.PublishAll(ctx, s.o.JS, out, ids) }); err != nil {
-		return err
-	}
-	if len(fresh) > 0 {
-		if err := bus.Retry(ctx, "seen-set record", log.Warn, hold, func() error { return s.o.Seen.Record(ctx, p, fresh) }); err != nil {
-			return err
-		}
-	}
-	l.learn(decided, fresh)
-	for _, in := range ins {
-		_ = in.msg.Ack()
-	}
-	return nil
-}
-
-// decode validates one discovered message; links of another partition are
-// returned separately.
-func (s *Service) decode(p int, m jetstream.Msg) (in input, misrouted []messages.Link, err error) {
-	if s.dlq.CrashLooping(m) {
-		return in, nil, fmt.Errorf("delivered more than %d times without being acked", s.o.MaxDeliver)
-	}
-	var d messages.Discovered
-	if err := messages.Decode(m.Data(), &d); err != nil {
-		return in, nil, err
-	}
-	md, err := m.Metadata()
-	if err != nil {
-		return in, nil, err
-	}
-	in = input{msg: m, seq: md.Sequence.Stream}
-	for _, l := range d.Links {
-		s.Stats.In.Add(1)
-		canon := l.URL
-		if !urlx.IsCanonical(canon) { // parsers send canonical URLs; others may not
-			var err error
-			if canon, err = urlx.Canonicalize(l.URL); err != nil {
-				s.Stats.Invalid.Add(1)
-				continue
-			}
-		}
-		l.URL = canon
-		host, _ := urlx.Host(canon)
-		if urlx.Partition(host, s.o.PartitionCount) != p {
-			s.Stats.Misrouted.Add(1)
-			misrouted = append(misrouted, l)
-			continue
-		}
-		in.links = append(in.links, l)
-		in.fps = append(in.fps, urlx.Fingerprint(canon))
-	}
-	return in, misrouted, nil
-}
-
-func (s *Service) reroute(ctx context.Context, idBase string, links []messages.Link) error {
-	msgs, ids := splitter.Split(s.o.Names, s.o.PartitionCount, messages.ViaLink, "", idBase, links)
-	return bus.PublishAll(ctx, s.o.JS, msgs, ids)
 }

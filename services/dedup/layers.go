@@ -2,6 +2,8 @@ package dedup
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -172,3 +174,65 @@ func (c *confirmedStatic) Len() int {
 
 func (c *confirmedStatic) Cap() int           { return c.set.Cap() }
 func (c *confirmedStatic) Stats() cache.Stats { return c.set.Stats() }
+
+// loadStatic reads the static policy's fingerprints, shared by partitions.
+func (s *Service) loadStatic() error {
+	o := s.o
+	if o.CachePolicy != "static" {
+		return nil
+	}
+	f, err := os.Open(o.StaticFile)
+	if err != nil {
+		return fmt.Errorf("static cache file: %w", err)
+	}
+	defer f.Close()
+	c, err := cache.LoadStatic(f, o.CacheSize)
+	if err != nil {
+		return fmt.Errorf("static cache file %s: %w", o.StaticFile, err)
+	}
+	s.static = newConfirmedStatic(c)
+	return nil
+}
+
+// newPartitionLayers builds partition p's cache and Bloom filter. The cache
+// budget is split over the static partitions, or over all P partitions when
+// ownership is dynamic (a replica owning everything gets all of it).
+func (s *Service) newPartitionLayers() (*layers, error) {
+	o := s.o
+	share := len(o.Partitions)
+	if o.Join != nil {
+		share = o.PartitionCount
+	}
+	per := max(o.CacheSize/max(share, 1), 16)
+	expected := uint(max(o.ExpectedURLs/max(o.PartitionCount, 1), 1))
+	c := s.static
+	if c == nil {
+		var err error
+		if c, err = cache.New(cmpOr(o.CachePolicy, "clock"), per); err != nil {
+			return nil, err
+		}
+	}
+	return newLayers(c, expected, o.BloomFP), nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (s *Service) bloomFill() (ratio, fpRate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.layers) == 0 {
+		return 0, 0
+	}
+	for _, l := range s.layers {
+		r, f, _ := l.fill()
+		ratio += r
+		fpRate += f
+	}
+	n := float64(len(s.layers))
+	return ratio / n, fpRate / n
+}

@@ -7,10 +7,8 @@ package parser
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +28,18 @@ import (
 // Scope decides whether URLs of a host are followed.
 type Scope interface {
 	Allows(ctx context.Context, host string) (bool, error)
+}
+
+// Observer sees the links a parser hands the host splitter, for a study of
+// the crawl beside it (the cache study's recorder,
+// internal/cachestudy/record). Workers call it concurrently, so it must be
+// safe for concurrent use; it must not keep or change links, and it should
+// return quickly: the page waits for it.
+type Observer interface {
+	// Links is called once per parsed page (source is its URL) with the
+	// links to follow, canonical and filtered, before the recent-links cache
+	// (Options.Recent) holds any back. A redelivered page is seen again.
+	Links(source string, links []messages.Link)
 }
 
 // Options wire a parser service.
@@ -63,9 +73,9 @@ type Options struct {
 	Scorer *topic.Scorer
 	// Recent holds back links this parser sent recently (nil: none).
 	Recent *splitter.Recent
-	// TraceDir, when set, records the cross subtrace in a new file there
-	// (splitter.CrossTrace; read by `trawler cachesim`).
-	TraceDir   string
+	// Observer, when set, sees the links of every page before Recent
+	// holds any back (nil: none).
+	Observer   Observer
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
 }
@@ -108,8 +118,7 @@ type Service struct {
 	limits  traps.Limits
 	dlq     bus.DeadLetters
 	scorer  *topic.Scorer
-	lineage *lineage             // SharkSearch only
-	cross   *splitter.CrossTrace // nil: not recording
+	lineage *lineage // SharkSearch only
 	Stats   Stats
 }
 
@@ -170,19 +179,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.o.TraceDir != "" {
-		ct, path, err := splitter.OpenCrossTrace(s.o.TraceDir, s.o.PartitionCount)
-		if err != nil {
-			return fmt.Errorf("parser cross trace: %w", err)
-		}
-		s.o.Log.Info("recording the cross fingerprint subtrace", "file", path)
-		s.cross = ct
-		defer func() {
-			if err := ct.Close(); err != nil {
-				s.o.Log.Warn("closing the cross trace failed", "file", path, "err", err)
-			}
-		}()
-	}
 	bus.Work(ctx, s.o.Workers, msgs, s.dlq.Recover(s.o.Log, s.handle))
 	return nil
 }
@@ -207,8 +203,8 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	if page.Location != "" {
 		via = messages.ViaRedirect
 	}
-	if err := s.cross.Record(page.URL, follow); err != nil {
-		s.o.Log.Warn("cross trace write failed; tracing stops", "err", err) // the crawl goes on
+	if s.o.Observer != nil {
+		s.o.Observer.Links(page.URL, follow)
 	}
 	follow = s.o.Recent.Filter(follow)
 	// Every message must fit the server's max_payload: a document or a
@@ -244,227 +240,4 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	s.Stats.Pages.Add(1)
 	s.Stats.Queued.Add(int64(len(follow)))
 	_ = m.Ack()
-}
-
-// parse returns the parsed document and the links to follow.
-func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (messages.Parsed, []messages.Link, error) {
-	doc := messages.Parsed{
-		TaskID: page.TaskID, URL: page.URL, Status: page.Status,
-		ContentType: page.ContentType, Depth: page.Depth, FetchedAt: page.FetchedAt, Error: page.Error,
-		Outlinks: []string{},
-	}
-	depth, hops := page.Depth+1, 0
-	var links []Link
-	var scores []topic.LinkScore
-	switch {
-	case page.Location != "" && page.Status >= 300 && page.Status < 400:
-		// A redirect is not a link click: same depth, one more hop, and the
-		// target takes the place (and the score) of the URL that moved.
-		if target, err := urlx.Canonicalize(page.Location); err == nil && len(target) > s.o.MaxURLLength && s.o.MaxURLLength > 0 {
-			s.Stats.exclude(traps.URLLength, 1) // not an outlink either (issue 19)
-			doc.Error = joinError(doc.Error, fmt.Sprintf("redirect target of %d bytes over --max-url-length %d", len(target), s.o.MaxURLLength))
-		} else if err == nil {
-			links = s.applyRules([]Link{{URL: target}})
-			p := s.lineage.parent(page.URL, 0, s.scorer)
-			scores = []topic.LinkScore{{Score: p.Score, DepthLeft: p.DepthLeft, Follow: true}}
-		} else {
-			s.Stats.Invalid.Add(1)
-		}
-		depth, hops = page.Depth, page.Hops+1
-	case page.Status >= 200 && page.Status < 300 && IsHTML(page.ContentType, body):
-		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers, MaxURLLength: s.o.MaxURLLength}, s.o.Kinds)
-		if err != nil {
-			doc.Error = fmt.Sprintf("parse: %v", err)
-		}
-		doc.Title, doc.Headings, doc.Lang, doc.Charset = ex.Title, ex.Headings, ex.Lang, ex.Charset
-		doc.Canonical, doc.NoIndex, doc.NoFollow = ex.Canonical, ex.NoIndex, ex.NoFollow
-		if !ex.NoIndex && s.o.Text {
-			doc.Text = ex.Text
-		}
-		s.Stats.Invalid.Add(int64(ex.Dropped))
-		s.Stats.exclude(traps.URLLength, int64(ex.TooLong))
-		doc.Truncated = ex.Truncated
-		links = s.applyRules(ex.Links)
-		var relevance float64
-		if s.scorer.Topic != nil {
-			relevance = s.scorer.Topic.Relevance(ex.Title, ex.Text)
-			doc.Relevance, doc.Relevant = &relevance, s.scorer.Relevant(relevance)
-			if doc.Relevant {
-				s.Stats.Relevant.Add(1)
-			}
-		}
-		anchors := make([]topic.Anchor, len(links))
-		for i, l := range links {
-			anchors[i] = topic.Anchor{Text: l.Anchor, Context: l.Context}
-		}
-		parent := s.lineage.parent(page.URL, relevance, s.scorer)
-		parent.Seed = page.Depth == 0
-		scores = s.scorer.Score(parent, anchors)
-	}
-	for _, l := range links {
-		doc.Outlinks = append(doc.Outlinks, l.URL)
-	}
-	s.Stats.Links.Add(int64(len(doc.Outlinks)))
-
-	if (s.o.MaxDepth >= 0 && depth > s.o.MaxDepth) || hops > s.o.MaxRedirects {
-		s.Stats.TooDeep.Add(int64(len(doc.Outlinks)))
-		return doc, nil, nil
-	}
-	if doc.NoFollow {
-		s.Stats.NoFollow.Add(int64(len(links)))
-		return doc, nil, nil
-	}
-	var follow []messages.Link
-	for i, link := range links {
-		switch {
-		case link.NoFollow:
-			s.Stats.NoFollow.Add(1)
-			continue
-		case !scores[i].Follow:
-			s.Stats.NotRelevant.Add(1)
-			continue
-		}
-		if r := s.limits.Check(link.URL); r != traps.Allowed {
-			s.Stats.exclude(r, 1)
-			continue
-		}
-		if s.o.Filter.Check(link.URL) != scope.Allowed {
-			s.Stats.exclude(traps.Pattern, 1)
-			continue
-		}
-		host, err := urlx.Host(link.URL)
-		if err != nil {
-			continue
-		}
-		ok, err := s.o.Scope.Allows(ctx, host)
-		if err != nil {
-			return doc, nil, err
-		}
-		if !ok {
-			s.Stats.OutOfScope.Add(1)
-			continue
-		}
-		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score})
-		s.lineage.remember(link.URL, scores[i].Score, scores[i].DepthLeft)
-	}
-	doc.Queued = len(follow)
-	return doc, follow, nil
-}
-
-// applyRules applies the crawl's optional canonical rules to the links,
-// merging those that become equal.
-func (s *Service) applyRules(links []Link) []Link {
-	if !s.o.Rules.Active() {
-		return links
-	}
-	out := links[:0]
-	seen := make(map[string]bool, len(links))
-	for _, l := range links {
-		l.URL = s.o.Rules.Apply(l.URL)
-		if !seen[l.URL] {
-			seen[l.URL] = true
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// payloadSlack is what a parser message keeps free of the server's
-// max_payload for its headers (schema, message ID).
-const payloadSlack = 1 << 10
-
-// payloadLimit is the largest message data this parser may publish; 0 when
-// unknown (then only a refusal tells).
-func (s *Service) payloadLimit() int {
-	if s.o.JS == nil || s.o.JS.Conn() == nil {
-		return 0
-	}
-	return max(int(s.o.JS.Conn().MaxPayload())-payloadSlack, 0)
-}
-
-// split hands the links to the host splitter, one message per partition,
-// cutting the links (the last first) until every message is within limit
-// (a server whose max_payload is below what a page's links take; with the
-// default 1 MiB, MaxLinkBytes keeps them well within it).
-func (s *Service) split(doc *messages.Parsed, page messages.Page, via string, follow []messages.Link, limit int) ([]*nats.Msg, []string, []messages.Link) {
-	all := len(follow)
-	for {
-		out, ids := splitter.Split(s.o.Names, s.o.PartitionCount, via, page.URL, "links:"+page.TaskID, follow)
-		if limit <= 0 || fits(out, limit) {
-			if len(follow) < all {
-				doc.Truncated, doc.Queued = true, len(follow)
-				doc.Error = joinError(doc.Error, fmt.Sprintf("%d of %d links queued: the rest were over the NATS payload limit (%d bytes)", len(follow), all, limit))
-			}
-			return out, ids, follow
-		}
-		follow = follow[:len(follow)*3/4]
-	}
-}
-
-func fits(msgs []*nats.Msg, limit int) bool {
-	for _, m := range msgs {
-		if len(m.Data) > limit {
-			return false
-		}
-	}
-	return true
-}
-
-// fitDocument returns doc as JSON of at most limit bytes (limit 0: as it
-// is). Over it, the document goes without its text, then its headings,
-// then its last outlinks, and at last as a bare record; it is marked
-// truncated and its Error says what was left out.
-func fitDocument(doc *messages.Parsed, limit int) []byte {
-	data, _ := messages.Encode(doc)
-	if limit <= 0 || len(data) <= limit {
-		return data
-	}
-	size := len(data)
-	var left []string
-	if doc.Text != "" {
-		doc.Text = ""
-		left = append(left, "text")
-		data, _ = messages.Encode(doc)
-	}
-	if len(data) > limit && len(doc.Headings) > 0 {
-		doc.Headings = nil
-		left = append(left, "headings")
-		data, _ = messages.Encode(doc)
-	}
-	if over := len(data) - limit + 512; over > 512 && len(doc.Outlinks) > 0 { // 512: room for the error
-		n := len(doc.Outlinks)
-		for n > 0 && over > 0 {
-			n--
-			b, _ := json.Marshal(doc.Outlinks[n])
-			over -= len(b) + 1
-		}
-		left = append(left, fmt.Sprintf("%d of %d outlinks", len(doc.Outlinks)-n, len(doc.Outlinks)))
-		doc.Outlinks = doc.Outlinks[:n]
-	}
-	doc.Truncated = true
-	doc.Error = joinError(doc.Error, fmt.Sprintf("parsed document of %d bytes over the NATS payload limit (%d): %s left out", size, limit, strings.Join(left, ", ")))
-	if data, _ = messages.Encode(doc); len(data) > limit {
-		*doc = bareDocument(*doc, "")
-		data, _ = messages.Encode(doc)
-	}
-	return data
-}
-
-// bareDocument is doc without its text, headings and outlinks, marked
-// truncated, with why added to its error.
-func bareDocument(doc messages.Parsed, why string) messages.Parsed {
-	doc.Text, doc.Headings, doc.Outlinks, doc.Truncated = "", nil, []string{}, true
-	doc.Error = joinError(doc.Error, why)
-	return doc
-}
-
-// joinError appends why to a document's error.
-func joinError(err, why string) string {
-	switch {
-	case why == "":
-		return err
-	case err == "":
-		return why
-	}
-	return err + "; " + why
 }

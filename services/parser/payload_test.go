@@ -19,14 +19,18 @@ import (
 )
 
 // startParser runs a parser (scope a.test, --max-url-length 256, text on)
-// against js.
-func startParser(t *testing.T, js jetstream.JetStream, names subjects.Names) *Service {
+// against js, with the changes set makes to its options.
+func startParser(t *testing.T, js jetstream.JetStream, names subjects.Names, set ...func(*Options)) *Service {
 	t.Helper()
-	svc := New(Options{
+	o := Options{
 		JS: js, Names: names, Scope: hostScope{"a.test": true}, PartitionCount: 1, Workers: 2,
 		MaxDepth: -1, MaxRedirects: 5, MaxURLLength: 256, MaxDeliver: 10, Text: true,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, f := range set {
+		f(&o)
+	}
+	svc := New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()

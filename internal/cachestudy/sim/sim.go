@@ -1,14 +1,16 @@
-package cache
+// Package sim is the cache study's simulator (docs/cache-study.md): it
+// replays a sequence of fingerprint requests against the dedup service's
+// cache policies (pkg/cache) and the paper's two bounds, INFINITE and MIN.
+// It is for capacity planning and the study, not for the crawl path. Trace
+// (trace.go) prepares a trace once for many simulations; LRUHits (stack.go)
+// gives LRU at every size in one pass.
+package sim
 
-// Trace simulation: replay a sequence of fingerprint requests against a
-// policy, and the two bounds of the paper, INFINITE and MIN. They are for
-// benchmarks and capacity planning, not for the crawl path. Trace (trace.go)
-// prepares a trace once for many simulations; LRUHits (stack.go) gives LRU
-// at every size in one pass.
+import "github.com/trawlerhq/trawler/pkg/cache"
 
 // Replay feeds trace to c as the dedup service would (Lookup, and Insert on a
 // miss) and returns the number of hits.
-func Replay(c Cache, trace []uint64) (hits int) {
+func Replay(c cache.Cache, trace []uint64) (hits int) {
 	for _, fp := range trace {
 		if c.Lookup(fp) {
 			hits++
@@ -42,5 +44,5 @@ func SimulateMIN(trace []uint64, size int) (hits int) {
 	if size < 1 {
 		return 0
 	}
-	return NewTrace(trace).minHits(min(size, MaxSize))
+	return NewTrace(trace).minHits(min(size, cache.MaxSize))
 }

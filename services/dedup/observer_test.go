@@ -6,24 +6,38 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
-// TestTraceRecordsWhatWasReceived runs dedup with tracing on and checks the
-// trace holds exactly the fingerprints each partition received, repeats
-// included, in order; invalid URLs are not received, and a misrouted one is
-// recorded where it is re-routed to.
-func TestTraceRecordsWhatWasReceived(t *testing.T) {
+// observed is an Observer that keeps what it sees, per partition.
+type observed struct {
+	mu  sync.Mutex
+	fps map[int][]uint64
+}
+
+func (o *observed) Fingerprints(p int, fps []uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fps == nil {
+		o.fps = map[int][]uint64{}
+	}
+	o.fps[p] = append(o.fps[p], fps...) // copied: dedup keeps fps
+}
+
+// TestObserverSeesWhatWasReceived runs dedup with an observer and checks it
+// saw exactly the fingerprints each partition received, repeats included,
+// in order; invalid URLs are not received, and a misrouted one is seen
+// where it is re-routed to.
+func TestObserverSeesWhatWasReceived(t *testing.T) {
 	const P = 3
 	js, names := testbus.Start(t, P)
 	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
@@ -31,9 +45,9 @@ func TestTraceRecordsWhatWasReceived(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	dir := t.TempDir()
+	obs := &observed{}
 	svc := New(Options{JS: js, Names: names, Seen: st, Partitions: []int{0, 1, 2}, PartitionCount: P, MaxDeliver: 5,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TraceDir: dir})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: obs})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
@@ -75,38 +89,9 @@ func TestTraceRecordsWhatWasReceived(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.urltrace"))
-	if len(files) != 1 {
-		t.Fatalf("trace files %v, want one", files)
-	}
 	for p := range P {
-		got, h, torn, err := urltrace.ReadFile(files[0], p)
-		if err != nil || torn || h.Kind != urltrace.Full || h.Partitions != P {
-			t.Fatalf("read: header %+v torn %v err %v", h, torn, err)
+		if got := obs.fps[p]; !slices.Equal(got, want[p]) {
+			t.Errorf("partition %d: observed %x\nwant %x", p, got, want[p])
 		}
-		if !slices.Equal(got, want[p]) {
-			t.Errorf("partition %d: trace %x\nwant %x", p, got, want[p])
-		}
-	}
-}
-
-func TestNoTraceByDefault(t *testing.T) {
-	js, names := testbus.Start(t, 1)
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	dir := t.TempDir()
-	t.Chdir(dir)
-	svc := New(Options{JS: js, Names: names, Seen: st, Partitions: []int{0}, PartitionCount: 1, MaxDeliver: 5,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := svc.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Fatalf("files written without a trace dir: %v", entries)
 	}
 }

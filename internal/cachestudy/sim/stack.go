@@ -1,8 +1,10 @@
-package cache
+package sim
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/trawlerhq/trawler/pkg/cache"
 )
 
 // LRU is a stack algorithm (Mattson et al., 1970): a cache of k entries
@@ -23,8 +25,8 @@ import (
 func (t *Trace) LRUHits(sizes []int) ([]int, error) {
 	largest := 0
 	for _, s := range sizes {
-		if s < 1 || s > MaxSize {
-			return nil, fmt.Errorf("cache: size %d out of range [1, %d]", s, MaxSize)
+		if s < 1 || s > cache.MaxSize {
+			return nil, fmt.Errorf("sim: size %d out of range [1, %d]", s, cache.MaxSize)
 		}
 		largest = max(largest, s)
 	}

@@ -1,10 +1,12 @@
-package cache
+package sim
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/trawlerhq/trawler/pkg/cache"
 )
 
 // Policy names accepted by Trace.Hits besides those of New: the paper's two
@@ -15,7 +17,7 @@ const (
 )
 
 // Policies lists every policy Trace.Hits simulates, in the paper's order.
-var Policies = []string{Infinite, MIN, LRU, Clock, Random, Static}
+var Policies = []string{Infinite, MIN, cache.LRU, cache.Clock, cache.Random, cache.Static}
 
 // Trace is a request sequence prepared once for many simulations: each
 // fingerprint numbered densely (so MIN and the LRU stack index arrays, not
@@ -40,7 +42,7 @@ const MaxTraceLen = 1<<31 - 2
 // MaxTraceLen requests; callers with traces from files check first.
 func NewTrace(fps []uint64) *Trace {
 	if len(fps) > MaxTraceLen {
-		panic("cache: trace longer than MaxTraceLen requests")
+		panic("sim: trace longer than MaxTraceLen requests")
 	}
 	num := make(map[uint64]int32)
 	ids := make([]int32, len(fps))
@@ -67,17 +69,17 @@ func (t *Trace) Distinct() int { return t.distinct }
 // STATIC is preloaded with the trace's size most frequent fingerprints, as in
 // the paper, so a member's first request is a hit.
 func (t *Trace) Hits(policy string, size int) (int, error) {
-	if size < 1 || size > MaxSize {
-		return 0, fmt.Errorf("cache: size %d out of range [1, %d]", size, MaxSize)
+	if size < 1 || size > cache.MaxSize {
+		return 0, fmt.Errorf("sim: size %d out of range [1, %d]", size, cache.MaxSize)
 	}
 	switch strings.ToLower(policy) {
 	case Infinite:
 		return len(t.fps) - t.distinct, nil
 	case MIN:
 		return t.minHits(size), nil
-	case Static:
+	case cache.Static:
 		top := t.frequent()
-		c := NewStatic(top[:min(size, len(top))])
+		c := cache.NewStatic(top[:min(size, len(top))])
 		hits := 0
 		for _, fp := range t.fps {
 			if c.Lookup(fp) {
@@ -86,7 +88,7 @@ func (t *Trace) Hits(policy string, size int) (int, error) {
 		}
 		return hits, nil
 	}
-	c, err := New(policy, size)
+	c, err := cache.New(policy, size)
 	if err != nil {
 		return 0, err
 	}

@@ -1,23 +1,24 @@
-package splitter
+package record
 
 import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/trawlerhq/trawler/internal/cachestudy/urltrace"
 	"github.com/trawlerhq/trawler/pkg/messages"
-	"github.com/trawlerhq/trawler/pkg/urltrace"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
-func TestCrossTraceRecordsOtherPartitionsOnly(t *testing.T) {
+func TestCrossRecordsOtherPartitionsOnly(t *testing.T) {
 	const P = 4
 	part := func(u string) int {
 		h, _ := urlx.Host(u)
 		return urlx.Partition(h, P)
 	}
-	ct, path, err := OpenCrossTrace(t.TempDir(), P)
+	ct, err := OpenCross(t.TempDir(), P, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,22 +34,18 @@ func TestCrossTraceRecordsOtherPartitionsOnly(t *testing.T) {
 			}
 		}
 		links = append(links, messages.Link{URL: "not a url"})
-		if err := ct.Record(src, links); err != nil {
-			t.Fatal(err)
-		}
+		ct.Links(src, links)
 	}
-	if err := ct.Record("no host", []messages.Link{{URL: "http://x.example/"}}); err != nil {
-		t.Fatal(err)
+	ct.Links("no host", []messages.Link{{URL: "http://x.example/"}})
+	if err := ct.Close(); err != nil || ct.Err() != nil {
+		t.Fatal(err, ct.Err())
 	}
-	if err := ct.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Base(path)[:6] != "cross-" {
-		t.Fatalf("path %s", path)
+	if !strings.HasPrefix(filepath.Base(ct.Path()), "cross-") {
+		t.Fatalf("path %s", ct.Path())
 	}
 	total := 0
 	for p := range P {
-		got, h, torn, err := urltrace.ReadFile(path, p)
+		got, h, torn, err := urltrace.ReadFile(ct.Path(), p)
 		if err != nil || torn || h.Kind != urltrace.Cross || h.Partitions != P {
 			t.Fatalf("read: %+v %v %v", h, torn, err)
 		}
@@ -59,9 +56,5 @@ func TestCrossTraceRecordsOtherPartitionsOnly(t *testing.T) {
 	}
 	if total == 0 {
 		t.Fatal("nothing recorded: the test does not exercise cross links")
-	}
-	var nilTrace *CrossTrace
-	if nilTrace.Record("http://a.example/", []messages.Link{{URL: "http://b.example/"}}) != nil || nilTrace.Close() != nil {
-		t.Fatal("nil CrossTrace")
 	}
 }

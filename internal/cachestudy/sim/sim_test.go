@@ -1,6 +1,10 @@
-package cache
+package sim
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/trawlerhq/trawler/pkg/cache"
+)
 
 // bestHits is the optimum by exhaustive search: on each miss with a full
 // cache, try not caching the item and evicting each entry.
@@ -80,7 +84,7 @@ func TestSimulateExamples(t *testing.T) {
 			if got := SimulateInfinite(tc.trace); got != tc.inf {
 				t.Errorf("INFINITE %d, want %d", got, tc.inf)
 			}
-			if got := Replay(newLRU(tc.size), tc.trace); got != tc.lru {
+			if got := Replay(mustNew(t, cache.LRU, tc.size), tc.trace); got != tc.lru {
 				t.Errorf("LRU %d, want %d", got, tc.lru)
 			}
 		})
