@@ -1,13 +1,13 @@
 package fetcher
 
+// The HTTP client's settings: its defaults, limits, resolver and options,
+// and the per-request options of a conditional GET.
+
 import (
 	"context"
 	"net/netip"
 	"time"
 )
-
-// The HTTP client's settings: its defaults, limits, resolver and options,
-// and the per-request options of a conditional GET.
 
 // DefaultUserAgent identifies the crawler with a contact URL, as polite
 // crawlers do.
