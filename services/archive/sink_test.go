@@ -3,6 +3,7 @@ package archive_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/warc"
 	"github.com/trawlerhq/trawler/services/archive"
@@ -35,17 +37,12 @@ func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 	parsed, _ := json.Marshal(messages.Parsed{V: messages.Version, URL: "http://a.test/1", Status: 200, Outlinks: []string{"http://a.test/2"}})
 	testbus.Publish(t, js, names.PagesParsed(), parsed)
 	testbus.Publish(t, js, names.PagesParsed(), []byte("{not json"))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := archive.Pending(ctx, js, names)
-		if err == nil && n == 0 {
-			break
+	testutil.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n, err := archive.Pending(ctx, js, names); err != nil || n != 0 {
+			return fmt.Errorf("still %d pending (%v)", n, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d pending (%v)", n, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := finish(false); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +101,22 @@ func TestPagesWaitForTheArchive(t *testing.T) {
 		info, _ := st.Info(ctx)
 		return info.State.Msgs
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Once the server has taken the parser's ack, the stream has decided
+	// whether the message stays.
+	testutil.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		c, err := js.Consumer(ctx, names.StreamPages(), names.ConsumerParser())
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < 1 {
+			return fmt.Errorf("the parser's ack is not taken yet (ack floor %d)", info.AckFloor.Stream)
+		}
+		return nil
+	})
 	if n := msgs(); n != 1 {
 		t.Fatalf("PAGES holds %d messages after the parser's ack, want 1 kept for the archive", n)
 	}
@@ -113,12 +125,8 @@ func TestPagesWaitForTheArchive(t *testing.T) {
 	if err := finish(true); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for msgs() != 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := msgs(); n != 0 {
-		t.Errorf("PAGES holds %d messages after the archive wrote them", n)
+	if !testutil.WaitFor(5*time.Second, 20*time.Millisecond, func() bool { return msgs() == 0 }) {
+		t.Errorf("PAGES holds %d messages after the archive wrote them", msgs())
 	}
 	if err := archive.DeleteConsumers(ctx, js, names); err != nil {
 		t.Fatal(err)
@@ -167,18 +175,14 @@ func TestArchiveNewStartsNothing(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- a.Run(runCtx) }()
-	waitUntil := time.Now().Add(5 * time.Second)
-	for {
+	testutil.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		_, errW := js.Consumer(ctx, names.StreamPages(), archive.ConsumerWARC)
 		_, errJ := js.Consumer(ctx, names.StreamParsed(), archive.ConsumerJSONL)
-		if errW == nil && errJ == nil {
-			break
+		if errW != nil || errJ != nil {
+			return fmt.Errorf("Run created no consumers: %v, %v", errW, errJ)
 		}
-		if time.Now().After(waitUntil) {
-			t.Fatalf("Run created no consumers: %v, %v", errW, errJ)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := a.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -80,10 +81,7 @@ func TestObserverSeesWhatWasReceived(t *testing.T) {
 	// everything published before it there.
 	want[partOf(mis)] = append(want[partOf(mis)], urlx.Fingerprint(mis))
 
-	deadline := time.Now().Add(10 * time.Second)
-	for svc.Stats.In.Load() < int64(sent+1) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "dedup to take every batch", func() bool { return svc.Stats.In.Load() >= int64(sent+1) })
 	// A batch counted is being handled; Run finishes it before returning.
 	cancel()
 	if err := <-done; err != nil {
