@@ -157,6 +157,10 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	for _, name := range Services {
 		svc, err := NewService(runCtx, name, d)
 		if err != nil {
+			// The services already running stop and close what they
+			// opened (a --trace-dir recorder) before the error returns.
+			stop()
+			wg.Wait()
 			return Summary{}, err
 		}
 		if f, ok := svc.(*fetcher.Service); ok {
