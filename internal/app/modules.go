@@ -176,14 +176,19 @@ func newParser(ctx context.Context, d *Deps) (Runner, error) {
 		po.Text = true // run's --out and --archive write the text, read from here
 	}
 	if cfg.TraceDir == "" {
-		return parser.New(po), nil
+		return parser.New(po)
 	}
 	cross, err := record.OpenCross(cfg.TraceDir, cfg.PartitionCount, log)
 	if err != nil {
 		return nil, fmt.Errorf("parser trace: %w", err)
 	}
 	po.Observer = cross
-	return closing{parser.New(po), cross, log}, nil
+	svc, err := parser.New(po)
+	if err != nil {
+		cross.Close()
+		return nil, err
+	}
+	return closing{svc, cross, log}, nil
 }
 
 // closing is a module whose Runner needs something closed when it ends: the

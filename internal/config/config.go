@@ -132,6 +132,14 @@ type Config struct {
 	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 10
 	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 2m (at least FetchAckWait + FetchTimeout)
 
+	// Near-duplicates (parser): --near-duplicates on by default, the
+	// distance in bits, pages remembered per host, and whether a
+	// near-duplicate's links are followed.
+	NearDuplicates         bool
+	NearDuplicateDistance  int
+	NearDuplicateWindow    int
+	NearDuplicateSkipLinks bool
+
 	// Output (run).
 	Out string // --out: JSON Lines file, one object per fetched URL
 	// --parsed-text: put each page's text in pages.parsed (default: metadata

@@ -15,6 +15,16 @@ import (
 func (cfg *Config) ParserOptions(o *parser.Options) error {
 	var err error
 	o.Text = cfg.ParsedText
+	o.NearDuplicates = nil
+	if cfg.NearDuplicates {
+		o.NearDuplicates = &parser.NearDuplicates{
+			Distance: cfg.NearDuplicateDistance, PerHost: cfg.NearDuplicateWindow,
+			Hosts: parser.DefaultNearDuplicateHosts, SkipLinks: cfg.NearDuplicateSkipLinks,
+		}
+		if err := o.NearDuplicates.Validate(); err != nil {
+			return err
+		}
+	}
 	o.MaxURLLength = cfg.MaxURLLength
 	o.MaxPathDepth, o.MaxRepeatedSegments, o.MaxQueryParams = cfg.MaxPathDepth, cfg.MaxRepeatedSegments, cfg.MaxQueryParams
 	o.Kinds = parser.DefaultKinds

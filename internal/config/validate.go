@@ -9,6 +9,7 @@ import (
 
 	"github.com/trawlerhq/trawler/pkg/redact"
 	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
 // Validate reports every invalid setting at once.
@@ -92,6 +93,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRedirects < 0 {
 		errs = append(errs, fmt.Errorf("--max-redirects %d: must not be negative", c.MaxRedirects))
+	}
+	if c.NearDuplicates {
+		nd := parser.NearDuplicates{Distance: c.NearDuplicateDistance, PerHost: c.NearDuplicateWindow, Hosts: parser.DefaultNearDuplicateHosts}
+		if err := nd.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.FetchWorkers < 1 || c.ParseWorkers < 1 {
 		errs = append(errs, errors.New("--fetch-workers and --parse-workers must be at least 1"))

@@ -185,6 +185,12 @@ type Parsed struct {
 	// Relevant says it passed the crawl's threshold.
 	Relevance *float64 `json:"relevance,omitempty"`
 	Relevant  bool     `json:"relevant,omitempty"`
+	// SimHash is the 64-bit fingerprint of the page's text (pkg/simhash), as
+	// 16 lower-case hex digits, on HTML pages with text when the crawl
+	// looks for near-duplicates; NearDuplicateOf is the URL of an earlier
+	// page of the same host whose fingerprint is within the crawl's distance.
+	SimHash         string `json:"simhash,omitempty"`
+	NearDuplicateOf string `json:"near_duplicate_of,omitempty"`
 	// Truncated says the parser cut the document: the page had more links
 	// than a document keeps (10,000, 256 KiB of URLs), or the document was
 	// over the NATS payload limit and went without its text or some of its

@@ -52,6 +52,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		s.Stats.Invalid.Add(int64(ex.Dropped))
 		s.Stats.exclude(traps.URLLength, int64(ex.TooLong))
 		doc.Truncated = ex.Truncated
+		s.markNearDuplicate(&doc, page.Host, ex.Text)
 		links = s.applyRules(ex.Links)
 		var relevance float64
 		if s.scorer.Topic != nil {
@@ -80,6 +81,10 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 	}
 	if doc.NoFollow {
 		s.Stats.NoFollow.Add(int64(len(links)))
+		return doc, nil, nil
+	}
+	if doc.NearDuplicateOf != "" && s.o.NearDuplicates.SkipLinks {
+		s.Stats.NearDuplicateLinks.Add(int64(len(links)))
 		return doc, nil, nil
 	}
 	var follow []messages.Link

@@ -26,7 +26,11 @@ func newTestService(t *testing.T, set ...func(*Options)) *Service {
 	for _, f := range set {
 		f(&o)
 	}
-	return New(o)
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // deny is --deny pattern.

@@ -75,9 +75,12 @@ type Options struct {
 	Recent *splitter.Recent
 	// Observer, when set, sees the links of every page before Recent
 	// holds any back (nil: none).
-	Observer   Observer
-	Log        *slog.Logger
-	Registerer prometheus.Registerer // may be nil
+	Observer Observer
+	// NearDuplicates, when set, fingerprints every HTML page's text and
+	// marks a page near_duplicate_of an earlier one of its host (nil: off).
+	NearDuplicates *NearDuplicates
+	Log            *slog.Logger
+	Registerer     prometheus.Registerer // may be nil
 }
 
 // Defaults of the limits in Options, as the crawl's flags give them
@@ -99,6 +102,9 @@ type Stats struct {
 	// the allow/deny patterns (the sum of Excluded). Relevant counts pages
 	// above the topic threshold.
 	NoFollow, NotRelevant, Filtered, Relevant atomic.Int64
+	// NearDuplicates counts pages marked near_duplicate_of an earlier page;
+	// NearDuplicateLinks the links not followed on them (SkipLinks).
+	NearDuplicates, NearDuplicateLinks atomic.Int64
 	// Excluded counts the links Filtered counts, by reason (traps.Reason).
 	Excluded [traps.NumReasons]atomic.Int64
 }
@@ -118,7 +124,8 @@ type Service struct {
 	limits  traps.Limits
 	dlq     bus.DeadLetters
 	scorer  *topic.Scorer
-	lineage *lineage // SharkSearch only
+	lineage *lineage  // SharkSearch only
+	dups    *nearDups // nil: near-duplicates off
 	Stats   Stats
 }
 
@@ -126,8 +133,9 @@ type Service struct {
 // (per generation; about 40 bytes each).
 const lineageSize = 1 << 18
 
-// New wires a parser replica; Run starts it.
-func New(o Options) *Service {
+// New wires a parser replica; Run starts it. It fails only on options that
+// cannot work (NearDuplicates out of range).
+func New(o Options) (*Service, error) {
 	if o.Kinds == 0 {
 		o.Kinds = DefaultKinds
 	}
@@ -138,6 +146,12 @@ func New(o Options) *Service {
 	}
 	if s.scorer.Strategy != topic.BreadthFirst {
 		s.lineage = newLineage(lineageSize)
+	}
+	if o.NearDuplicates != nil {
+		var err error
+		if s.dups, err = newNearDups(*o.NearDuplicates); err != nil {
+			return nil, err
+		}
 	}
 	if o.Registerer != nil {
 		bus.RegisterCounters(o.Registerer, "parser",
@@ -150,6 +164,8 @@ func New(o Options) *Service {
 			bus.Counter{Name: "links_not_relevant_total", Help: "Links the topical scoring strategy did not follow.", Value: &s.Stats.NotRelevant},
 			bus.Counter{Name: "links_filtered_total", Help: "Links excluded by --max-url-length, the trap limits or --allow/--deny (the sum of links_excluded_total).", Value: &s.Stats.Filtered},
 			bus.Counter{Name: "pages_relevant_total", Help: "Pages above the topic's relevance threshold.", Value: &s.Stats.Relevant},
+			bus.Counter{Name: "pages_near_duplicate_total", Help: "Pages marked near_duplicate_of an earlier page of their host.", Value: &s.Stats.NearDuplicates},
+			bus.Counter{Name: "links_near_duplicate_total", Help: "Links not followed because their page is a near-duplicate (--near-duplicate-skip-links).", Value: &s.Stats.NearDuplicateLinks},
 		)
 		for _, r := range traps.Excluded() {
 			v := &s.Stats.Excluded[r]
@@ -166,7 +182,7 @@ func New(o Options) *Service {
 			)
 		}
 	}
-	return s
+	return s, nil
 }
 
 // Run parses until ctx ends, then finishes the pages in hand.

@@ -30,7 +30,10 @@ func startParser(t *testing.T, js jetstream.JetStream, names subjects.Names, set
 	for _, f := range set {
 		f(&o)
 	}
-	svc := New(o)
+	svc, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()

@@ -99,11 +99,14 @@ func TestTrapLinksExcluded(t *testing.T) {
 func TestTrapLinksNotPublished(t *testing.T) {
 	js, names := testbus.Start(t, 1)
 	reg := prometheus.NewRegistry()
-	svc := New(Options{
+	svc, err := New(Options{
 		JS: js, Names: names, Scope: hostScope{"a.test": true}, PartitionCount: 1, Workers: 2,
 		MaxDepth: -1, MaxRedirects: 5, MaxURLLength: 256, MaxPathDepth: 20, MaxRepeatedSegments: 2, MaxQueryParams: 20,
 		MaxDeliver: 10, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); svc.Run(ctx) }()
