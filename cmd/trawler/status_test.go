@@ -115,6 +115,10 @@ func TestStatusJSONOfAKnownCrawl(t *testing.T) {
 		if rep.Pages.Fetched < 6 || rep.Pages.Parsed < 6 || rep.Dedup.In < 7 || len(rep.Replicas) < 4 {
 			return fmt.Errorf("heartbeats not current: %s", stdout)
 		}
+		// done needs the streams drained in status's own look as well.
+		if !rep.Done {
+			return fmt.Errorf("status does not say done yet: %s", stdout)
+		}
 		return nil
 	})
 	check := func(what string, got, want any) {
