@@ -50,20 +50,21 @@ func Fingerprint(text string) uint64 {
 // Distance is the number of bits in which a and b differ.
 func Distance(a, b uint64) int { return bits.OnesCount64(a ^ b) }
 
-// fingerprinter holds the per-call state; words is a ring of the last
-// Shingle words' hashes so that a shingle's hash is their combination.
+// fingerprinter holds the per-call state: w0, w1, w2 are the hashes of the
+// last three words, oldest first, so that a shingle's hash is their
+// combination.
 //
 // Counting a feature's 64 bits one by one cost a millisecond per page; the
 // counters are instead 8 byte lanes in each of 8 words, lane j of word k
 // counting bit 8k+j, added a byte of the hash at a time from a table, and
 // spilled into ones before a lane can overflow.
 type fingerprinter struct {
-	lanes    [8]uint64
-	inLanes  int // features counted in lanes since the last spill
-	ones     [64]int32
-	features int32
-	words    [Shingle]uint64
-	n        int // words seen
+	lanes      [8]uint64
+	inLanes    int // features counted in lanes since the last spill
+	ones       [64]int32
+	features   int32
+	w0, w1, w2 uint64
+	n          int // words seen
 }
 
 // spread[b] has lane j set to bit j of b.
@@ -105,8 +106,11 @@ func (f *fingerprinter) sum(text string) uint64 {
 	if inWord {
 		f.word(h)
 	}
-	if f.n > 0 && f.n < Shingle {
-		f.count(f.shingle(f.n))
+	switch f.n {
+	case 1: // fewer words than a shingle: they are the one feature
+		f.count(mix(f.w2))
+	case 2:
+		f.count(mix(f.w1 ^ bits.RotateLeft64(f.w2, 21)))
 	}
 	f.spill()
 	var fp uint64
@@ -118,30 +122,27 @@ func (f *fingerprinter) sum(text string) uint64 {
 	return fp
 }
 
+// word takes the next word's hash and counts the shingle it ends: the last
+// three words, each rotated by its place so that "a b c" and "c b a" are
+// different features, mixed once.
 func (f *fingerprinter) word(h uint64) {
-	f.words[f.n%Shingle] = h
-	f.n++
-	if f.n >= Shingle {
-		f.count(f.shingle(Shingle))
+	f.w0, f.w1, f.w2 = f.w1, f.w2, h
+	if f.n++; f.n >= Shingle {
+		f.count(mix(f.w0 ^ bits.RotateLeft64(f.w1, 21) ^ bits.RotateLeft64(f.w2, 42)))
 	}
-}
-
-// shingle combines the last n word hashes, oldest first, each rotated by
-// its place so that "a b c" and "c b a" are different features, and mixes
-// them once.
-func (f *fingerprinter) shingle(n int) uint64 {
-	var h uint64
-	for i, k := f.n-n, 0; i < f.n; i, k = i+1, k+1 {
-		h ^= bits.RotateLeft64(f.words[i%Shingle], 21*k)
-	}
-	return mix(h)
 }
 
 // count adds a feature's bits to the per-bit counts of ones.
 func (f *fingerprinter) count(h uint64) {
-	for k := range f.lanes {
-		f.lanes[k] += spread[byte(h>>(8*k))]
-	}
+	l := &f.lanes
+	l[0] += spread[byte(h)]
+	l[1] += spread[byte(h>>8)]
+	l[2] += spread[byte(h>>16)]
+	l[3] += spread[byte(h>>24)]
+	l[4] += spread[byte(h>>32)]
+	l[5] += spread[byte(h>>40)]
+	l[6] += spread[byte(h>>48)]
+	l[7] += spread[byte(h>>56)]
 	f.features++
 	if f.inLanes++; f.inLanes == 255 {
 		f.spill()

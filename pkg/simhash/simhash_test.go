@@ -153,3 +153,21 @@ func BenchmarkFingerprint(b *testing.B) {
 		Fingerprint(text)
 	}
 }
+
+// Short words, as in the benchmark web's text: more shingles per byte.
+func BenchmarkFingerprintShortWords(b *testing.B) {
+	syll := []string{"ba", "ce", "di", "fo", "gu", "ha", "je", "ki", "lo", "mu", "na", "pe"}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 9200; i++ {
+		sb.WriteString(syll[i*7%len(syll)])
+		if i%3 != 0 {
+			sb.WriteString(syll[i*5%len(syll)])
+		}
+		sb.WriteByte(' ')
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		Fingerprint(text)
+	}
+}
