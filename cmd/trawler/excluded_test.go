@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/testsite"
 )
 
@@ -34,5 +35,24 @@ func TestRunSummaryExcludedRow(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "  fetched    2 pages") {
 		t.Errorf("fetched other than / and /ok:\n%s", stdout)
+	}
+}
+
+// The run's summary counts near-duplicates on its parsed row, and the links
+// not followed on them.
+func TestSummaryCountsNearDuplicates(t *testing.T) {
+	var b strings.Builder
+	printSummary(&b, app.Summary{Counters: map[string]float64{
+		"trawler_parser_pages_total":                10,
+		"trawler_parser_pages_near_duplicate_total": 2,
+		"trawler_parser_links_near_duplicate_total": 5,
+	}}, "")
+	if !strings.Contains(b.String(), "10 pages, 0 links, 0 handed to dedup; 2 near-duplicates (5 of their links not followed)") {
+		t.Errorf("summary:\n%s", b.String())
+	}
+	b.Reset()
+	printSummary(&b, app.Summary{Counters: map[string]float64{"trawler_parser_pages_total": 10}}, "")
+	if strings.Contains(b.String(), "near-duplicates") {
+		t.Errorf("no near-duplicates, yet:\n%s", b.String())
 	}
 }

@@ -243,6 +243,17 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 			rep.Dedup.In, rep.Dedup.New, 100*rep.Dedup.CacheHitRate, 100*rep.Dedup.BloomNewRate, 100*rep.Dedup.SeenHitRate)},
 		{"crawl", fmt.Sprintf("%d pages over its life, %d URLs left queued, %d dead letters", sum.Total, sum.Queued, sum.DeadLetters)},
 	}
+	if n := c["trawler_parser_pages_near_duplicate_total"]; n > 0 {
+		line := fmt.Sprintf("; %.0f near-duplicates", n)
+		if l := c["trawler_parser_links_near_duplicate_total"]; l > 0 {
+			line += fmt.Sprintf(" (%.0f of their links not followed)", l)
+		}
+		for i := range rows {
+			if rows[i][0] == "parsed" {
+				rows[i][1] += line
+			}
+		}
+	}
 	if ex := app.ExcludedLinks(c); ex != "" { // by reason: --max-url-length, the trap limits, --allow/--deny
 		for i := range rows {
 			if rows[i][0] == "parsed" {
