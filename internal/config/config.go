@@ -132,7 +132,7 @@ type Config struct {
 	MaxDeliver  int           // --max-deliver: deliveries before a message is dead-lettered, default 10
 	DedupWindow time.Duration // --dedup-window: JetStream duplicate window, default 2m (at least FetchAckWait + FetchTimeout)
 
-	// Near-duplicates (parser): --near-duplicates on by default, the
+	// Near-duplicates (parser): --near-duplicates (off by default), the
 	// distance in bits, pages remembered per host, and whether a
 	// near-duplicate's links are followed.
 	NearDuplicates         bool
