@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trawlerhq/trawler/pkg/messages"
@@ -176,5 +177,32 @@ func BenchmarkParseNearDuplicates(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The parser's workers share the index: concurrent checks on hosts that are
+// evicted and come back stay consistent (run with -race).
+func TestNearDupsConcurrent(t *testing.T) {
+	n, err := newNearDups(NearDuplicates{Distance: simhash.DefaultDistance, PerHost: 50, Hosts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				host := fmt.Sprintf("h%d", (w+i)%3)
+				fp := uint64(i%7) * 0x0101010101010101
+				if of := n.check(host, fmt.Sprintf("http://%s/%d", host, i), fp); of != "" && !strings.HasPrefix(of, "http://"+host+"/") {
+					t.Errorf("%s's page named %s, another host's", host, of)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(n.hosts) > 2 || n.lru.Len() != len(n.hosts) {
+		t.Errorf("%d hosts in the map, %d in the list; want at most 2, equal", len(n.hosts), n.lru.Len())
 	}
 }
