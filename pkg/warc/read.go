@@ -123,7 +123,9 @@ func parseRecord(raw []byte) (Parsed, error) {
 	if d := p.Get("WARC-Block-Digest"); d != "" && d != Digest(p.Block) {
 		return p, fmt.Errorf("WARC-Block-Digest %s, block hashes to %s", d, Digest(p.Block))
 	}
-	if d := p.Get("WARC-Payload-Digest"); d != "" {
+	// A revisit's payload digest is the original record's: its block holds
+	// the headers only.
+	if d := p.Get("WARC-Payload-Digest"); d != "" && p.Get("WARC-Type") != TypeRevisit {
 		i := bytes.Index(p.Block, []byte("\r\n\r\n"))
 		if i < 0 || d != Digest(p.Block[i+4:]) {
 			return p, fmt.Errorf("WARC-Payload-Digest %s does not match the payload", d)

@@ -57,6 +57,10 @@ type Record struct {
 	Fields      []Field   // further header fields, written in order
 	Head        []byte
 	Payload     []byte
+	// PayloadDigest, when set, is written as WARC-Payload-Digest instead of
+	// the digest of Payload: a revisit record names the payload of the
+	// record it refers to, which it does not carry.
+	PayloadDigest string
 }
 
 // ErrInvalid is matched (errors.Is) by the errors of records that cannot be
@@ -135,7 +139,10 @@ func Marshal(r *Record) ([]byte, error) {
 	}
 	fields = append(fields, r.Fields...)
 	fields = append(fields, Field{"WARC-Block-Digest", Digest(r.Head, r.Payload)})
-	if r.Head != nil {
+	switch {
+	case r.PayloadDigest != "":
+		fields = append(fields, Field{"WARC-Payload-Digest", r.PayloadDigest})
+	case r.Head != nil:
 		fields = append(fields, Field{"WARC-Payload-Digest", Digest(r.Payload)})
 	}
 	fields = append(fields, Field{"Content-Length", strconv.Itoa(len(r.Head) + len(r.Payload))})
