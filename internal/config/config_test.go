@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
 func parse(t *testing.T, args []string) (Config, error) {
@@ -147,5 +149,36 @@ func TestDedupWindowCoversAFetcherReplay(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// --near-duplicates maps onto the parser's options; off, the parser gets
+// none; a distance out of range is refused by Validate, naming the flag.
+func TestNearDuplicateFlags(t *testing.T) {
+	c, err := parse(t, []string{"--near-duplicates", "--near-duplicate-distance", "6", "--near-duplicate-window", "50", "--near-duplicate-skip-links"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var o parser.Options
+	if err := c.ParserOptions(&o); err != nil {
+		t.Fatal(err)
+	}
+	want := parser.NearDuplicates{Distance: 6, PerHost: 50, Hosts: parser.DefaultNearDuplicateHosts, SkipLinks: true}
+	if o.NearDuplicates == nil || *o.NearDuplicates != want {
+		t.Errorf("parser options %+v, want %+v", o.NearDuplicates, want)
+	}
+
+	c, _ = parse(t, nil)
+	o = parser.Options{}
+	if err := c.ParserOptions(&o); err != nil || o.NearDuplicates != nil {
+		t.Errorf("default: near-duplicates %+v (err %v), want off", o.NearDuplicates, err)
+	}
+
+	c, _ = parse(t, []string{"--near-duplicates", "--near-duplicate-distance", "20"})
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--near-duplicate-distance 20") {
+		t.Errorf("distance 20: %v, want an error naming the flag", err)
 	}
 }
