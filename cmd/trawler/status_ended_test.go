@@ -150,3 +150,37 @@ func TestStatusShowsGivenUp(t *testing.T) {
 		t.Errorf("screen has a given-up line with nothing given up:\n%s", b.String())
 	}
 }
+
+// status sums the parsers' near-duplicate counters into its JSON and says
+// them on screen; a crawl without any shows no line.
+func TestStatusShowsNearDuplicates(t *testing.T) {
+	now := time.Now()
+	beats := []heartbeat.Beat{
+		{Service: "parser", Services: []string{"parser"}, At: now, Counters: map[string]float64{
+			"trawler_parser_pages_near_duplicate_total": 3, "trawler_parser_links_near_duplicate_total": 40}},
+		{Service: "parser", Services: []string{"parser"}, At: now, Counters: map[string]float64{
+			"trawler_parser_pages_near_duplicate_total": 2}},
+	}
+	var rep statusReport
+	addBeats(&rep, beats, now)
+	var js, screen strings.Builder
+	if err := show(&js, rep, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"near_duplicates":{"pages":5,"links_not_followed":40}`) {
+		t.Errorf("JSON lacks the near-duplicates: %s", js.String())
+	}
+	if err := show(&screen, rep, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(screen.String(), "near-dups 5 pages near-duplicates of earlier ones, 40 of their links not followed") {
+		t.Errorf("screen:\n%s", screen.String())
+	}
+	var none statusReport
+	addBeats(&none, beats[:0], now)
+	screen.Reset()
+	_ = show(&screen, none, false, false)
+	if strings.Contains(screen.String(), "near-dups") {
+		t.Errorf("no near-duplicates, yet:\n%s", screen.String())
+	}
+}

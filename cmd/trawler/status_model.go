@@ -53,6 +53,12 @@ type statusReport struct {
 	// Excluded are the links the parsers did not follow for a limit, by
 	// reason (trawler_parser_links_excluded_total{reason}).
 	Excluded map[string]float64 `json:"excluded"`
+	// NearDuplicates are the pages the parsers marked near_duplicate_of an
+	// earlier page (--near-duplicates), and the links not followed on them.
+	NearDuplicates struct {
+		Pages float64 `json:"pages"`
+		Links float64 `json:"links_not_followed"`
+	} `json:"near_duplicates"`
 	// GivenUp is what live processes gave up without a response, over
 	// their lifetimes: hosts (robots.txt unreachable, name not resolving),
 	// URLs handed back over --max-deferrals, URLs lost over --max-attempts.

@@ -117,6 +117,9 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	if ex := excludedLine(rep.Excluded); ex != "" {
 		fmt.Fprintf(&b, "excluded  %s\n", ex)
 	}
+	if nd := rep.NearDuplicates; nd.Pages > 0 {
+		fmt.Fprintf(&b, "near-dups %.0f pages near-duplicates of earlier ones, %.0f of their links not followed\n", nd.Pages, nd.Links)
+	}
 	if g := rep.GivenUp; g.Hosts+g.Deferred+g.Lost > 0 {
 		fmt.Fprintf(&b, "given up  %s\n", givenUpLine(g))
 	}

@@ -181,6 +181,8 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 			rep.Excluded[l] += v
 		}
 	}
+	rep.NearDuplicates.Pages = sum["trawler_parser_pages_near_duplicate_total"]
+	rep.NearDuplicates.Links = sum["trawler_parser_links_near_duplicate_total"]
 	rep.GivenUp = givenUpReport{Hosts: sum["trawler_fetcher_robots_given_up_hosts_total"],
 		Deferred: sum["trawler_frontier_urls_deferred_out_total"], Lost: sum["trawler_frontier_urls_dropped_total"]}
 	d := &rep.Dedup
