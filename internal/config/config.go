@@ -135,6 +135,9 @@ type Config struct {
 	// Near-duplicates (parser): --near-duplicates (off by default), the
 	// distance in bits, pages remembered per host, and whether a
 	// near-duplicate's links are followed.
+	// --sitemaps: read the sitemaps robots.txt names (fetcher, parser).
+	Sitemaps bool
+
 	NearDuplicates         bool
 	NearDuplicateDistance  int
 	NearDuplicateWindow    int

@@ -101,6 +101,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ParsedMaxBytes, "parsed-max-bytes", 1<<30, "keep at most this many bytes of parsed documents in pages.parsed (stored compressed); the oldest go first")
 	fs.StringVar(&c.ParsedRetention, "parsed-retention", "", "how long pages.parsed keeps a document: limits (up to --parsed-max-age and --parsed-max-bytes, for taps that attach later) or interest (until every durable consumer acked it); default interest in run, limits for the services")
 	fs.BoolVar(&c.ParsedText, "parsed-text", false, "put each page's visible text in the parsed documents of pages.parsed (parser; default: metadata and links only; run turns it on with --out or --archive)")
+	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "read the sitemaps robots.txt names on each host's own origin: their URLs are followed like links (scope, allow/deny, trap limits, depth), sitemap indexes one level deep")
 	fs.BoolVar(&c.NearDuplicates, "near-duplicates", false, "fingerprint each HTML page's text (SimHash) and mark a page near_duplicate_of an earlier page of its host in pages.parsed (parser)")
 	fs.IntVar(&c.NearDuplicateDistance, "near-duplicate-distance", simhash.DefaultDistance, "bits of Hamming distance at or under which two pages' fingerprints make them near-duplicates (0 to 15)")
 	fs.IntVar(&c.NearDuplicateWindow, "near-duplicate-window", parser.DefaultNearDuplicatePerHost, "earlier pages per host whose fingerprints a parser remembers (about 150 bytes each; the 128 most recently parsed hosts are kept)")

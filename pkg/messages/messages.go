@@ -21,6 +21,9 @@ const (
 	ViaSeed     = "seed"
 	ViaLink     = "link"
 	ViaRedirect = "redirect"
+	// ViaSitemap: listed in a sitemap, or a sitemap named by robots.txt or
+	// by a sitemap index (--sitemaps).
+	ViaSitemap = "sitemap"
 )
 
 // Link is one URL travelling through the pipeline with the crawl state that
@@ -33,6 +36,8 @@ type Link struct {
 	// Score is the link's priority for a best-first crawl (higher first), set
 	// by the parser's topical scorer; 0 when the crawl is breadth-first.
 	Score float64 `json:"score,omitempty"`
+	// Sitemap says the URL is a sitemap file to read, not a page.
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Discovered is published on <prefix>.discovered.<p>: the URLs of one source
@@ -74,6 +79,9 @@ type FetchTask struct {
 	// --issue-ahead early so that its trip to a fetcher overlaps the gap;
 	// the fetcher holds it until then.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Sitemap: the URL is a sitemap file (Link.Sitemap); the fetcher takes
+	// XML and gzip bodies for it and the parser reads it as a sitemap.
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // FetchDone is published on <prefix>.frontier.<p>.done by the fetcher once a
@@ -147,6 +155,8 @@ type Page struct {
 	// Encoding is a Content-Encoding the body is still in (one the fetcher
 	// cannot decode); empty when the body is plain.
 	Encoding string `json:"encoding,omitempty"`
+	// Sitemap: the page is a sitemap file (FetchTask.Sitemap).
+	Sitemap bool `json:"sitemap,omitempty"`
 }
 
 // Parsed is published on <prefix>.pages.parsed by the parser: what a page links

@@ -98,6 +98,7 @@ func newInFlight(p int, q Queued, r Issue) InFlight {
 			IssuedAt:  r.IssuedAt,
 			Deadline:  r.Deadline,
 			NotBefore: r.NotBefore,
+			Sitemap:   q.Link.Sitemap,
 		},
 		LeaseUntil: r.LeaseUntil,
 	}
@@ -108,7 +109,7 @@ func retry(in InFlight) Queued {
 	t := in.Task
 	return Queued{
 		Host:    t.Host,
-		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Score: t.Score},
+		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Score: t.Score, Sitemap: t.Sitemap},
 		Attempt: t.Attempt + 1,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,10 +80,10 @@ func (c *HTTPClient) armHeaderTimer(ctx context.Context, a *attempt, cancel cont
 }
 
 // readBody reads resp's body into out: skipped for its type, decoded, capped.
-func (c *HTTPClient) readBody(ctx context.Context, resp *http.Response, out *Response) {
+func (c *HTTPClient) readBody(ctx context.Context, resp *http.Response, out *Response, sitemap bool) {
 	hasBody := mayHaveBody(resp.StatusCode)
 	mt := mediaType(out.ContentType)
-	if hasBody && mt != "" && !c.typeAllowed(mt) {
+	if hasBody && mt != "" && !c.typeAllowed(mt) && !(sitemap && slices.Contains(SitemapTypes, mt)) {
 		out.Skipped = fmt.Sprintf("content type %s not in the allow list", mt)
 		return
 	}
@@ -98,7 +99,7 @@ func (c *HTTPClient) readBody(ctx context.Context, resp *http.Response, out *Res
 		head, err := br.Peek(sniffLen)
 		if err == nil || err == io.EOF || errors.Is(err, errCompressedCap) {
 			out.SniffedType = http.DetectContentType(head)
-			if st := mediaType(out.SniffedType); !c.typeAllowed(st) {
+			if st := mediaType(out.SniffedType); !c.typeAllowed(st) && !(sitemap && slices.Contains(SitemapTypes, st)) {
 				out.Skipped = fmt.Sprintf("content type %s (sniffed) not in the allow list", st)
 				return
 			}

@@ -38,6 +38,9 @@ type Options struct {
 	IgnoreRobots bool
 	RobotsTTL    time.Duration
 	RobotsRetry  time.Duration
+	// Sitemaps: the sitemaps robots.txt names on the host's own origin are
+	// queued (as sitemap URLs, read by the parser) when it is fetched.
+	Sitemaps bool
 	// Politeness, to wait between a robots.txt fetch and the page's: the
 	// same rule as the frontier's (pkg/politeness).
 	Delay         time.Duration
@@ -61,6 +64,9 @@ type Stats struct {
 	Fetched, Errors, Expired, Bytes           atomic.Int64
 	Disallowed, RobotsFetched, RobotsDeferred atomic.Int64
 	IPDeferred                                atomic.Int64
+	// Sitemaps counts the sitemap URLs robots.txt files named and this
+	// replica queued (--sitemaps).
+	Sitemaps atomic.Int64
 	// Redelivered counts deliveries of a task this replica was already
 	// working on or had finished: skipped, not fetched again.
 	Redelivered atomic.Int64
@@ -103,6 +109,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "body_bytes_total", Help: "Body bytes received.", Value: &s.Stats.Bytes},
 			bus.Counter{Name: "robots_disallowed_total", Help: "URLs not fetched because robots.txt forbids them (or stayed unreachable).", Value: &s.Stats.Disallowed},
 			bus.Counter{Name: "robots_fetches_total", Help: "robots.txt fetches.", Value: &s.Stats.RobotsFetched},
+			bus.Counter{Name: "sitemaps_queued_total", Help: "Sitemap URLs named by robots.txt and queued (--sitemaps).", Value: &s.Stats.Sitemaps},
 			bus.Counter{Name: "robots_deferred_total", Help: "Tasks put back because the host's robots.txt was unreachable.", Value: &s.Stats.RobotsDeferred},
 			bus.Counter{Name: "tasks_redelivered_total", Help: "Deliveries of a task this replica was already working on or had finished: skipped, not fetched again.", Value: &s.Stats.Redelivered},
 			bus.Counter{Name: "ip_deferred_total", Help: "Tasks put back because their server's IP address was at its per-IP limit.", Value: &s.Stats.IPDeferred},
@@ -161,7 +168,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.robots.now = s.o.Now
 		s.robotsView.Store(s.robots)
 		s.robots.get = func(ctx context.Context, rawURL string) Response {
-			r, wait, err := s.gatedFetch(ctx, rawURL, robotsIPWait)
+			r, wait, err := s.gatedFetch(ctx, rawURL, FetchOptions{}, robotsIPWait)
 			if r == nil {
 				if err == nil {
 					err = fmt.Errorf("server address at its per-IP limit for another %v", wait)

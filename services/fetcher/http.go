@@ -249,7 +249,7 @@ func (c *HTTPClient) fetch(ctx context.Context, rawURL string, fo FetchOptions, 
 		defer w.stop()
 		resp.Body = w
 	}
-	c.readBody(ctx, resp, &out)
+	c.readBody(ctx, resp, &out, fo.Sitemap)
 	return out
 }
 

@@ -139,4 +139,11 @@ type FetchOptions struct {
 	// (Err nil).
 	IfNoneMatch     string
 	IfModifiedSince string
+	// Sitemap takes the body of a sitemap file too: XML and gzip besides
+	// AllowedTypes.
+	Sitemap bool
 }
+
+// SitemapTypes are the media types a sitemap file comes as, taken for a
+// FetchOptions.Sitemap request whatever AllowedTypes says.
+var SitemapTypes = []string{"application/xml", "text/xml", "application/gzip", "application/x-gzip", "text/plain"}

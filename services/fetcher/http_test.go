@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -516,5 +517,28 @@ func TestFetchHTTPS(t *testing.T) {
 	}
 	if p := proto.Load(); p != 2 {
 		t.Errorf("spoke HTTP/%d, want HTTP/2", p)
+	}
+}
+
+// A sitemap request takes XML and gzip bodies that the allow list refuses
+// for pages; a page request still refuses them.
+func TestFetchSitemapTypes(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", r.URL.Query().Get("type"))
+		w.Write([]byte("<urlset/>"))
+	})
+	c := newClient(t, HTTPOptions{AllowPrivate: true})
+	for _, typ := range []string{"application/xml", "text/xml; charset=utf-8", "application/gzip", "application/x-gzip"} {
+		u := srv.URL + "/?type=" + url.QueryEscape(typ)
+		if r := c.FetchWith(context.Background(), u, FetchOptions{Sitemap: true}); r.Skipped != "" || string(r.Body) != "<urlset/>" {
+			t.Errorf("sitemap as %s: skipped %q, body %q", typ, r.Skipped, r.Body)
+		}
+		if r := c.Fetch(context.Background(), u); r.Skipped == "" {
+			t.Errorf("page as %s: taken, want skipped", typ)
+		}
+	}
+	u := srv.URL + "/?type=application/pdf"
+	if r := c.FetchWith(context.Background(), u, FetchOptions{Sitemap: true}); r.Skipped == "" {
+		t.Error("a PDF for a sitemap: taken, want skipped")
 	}
 }

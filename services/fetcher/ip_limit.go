@@ -12,12 +12,12 @@ import (
 // gatedFetch fetches rawURL within its server's per-IP limit, waiting at
 // most maxWait for a slot. Without a slot it returns nil and the wait left,
 // or the lease table's error.
-func (s *Service) gatedFetch(ctx context.Context, rawURL string, maxWait time.Duration) (*Response, time.Duration, error) {
+func (s *Service) gatedFetch(ctx context.Context, rawURL string, fo FetchOptions, maxWait time.Duration) (*Response, time.Duration, error) {
 	lease, wait, err := s.ipGate.Wait(ctx, s.addressOf(ctx, rawURL), maxWait)
 	if err != nil || (lease == nil && wait > 0) {
 		return nil, wait, err
 	}
-	resp := s.client.Fetch(ctx, rawURL)
+	resp := s.client.FetchWith(ctx, rawURL, fo)
 	if lease != nil {
 		// Off the critical path: the done message need not wait for it.
 		go func() {

@@ -27,7 +27,7 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 		TaskID: task.ID, URL: task.URL, Host: task.Host, Partition: task.Partition,
 		Depth: task.Depth, Hops: task.Hops, Status: r.Status, ContentType: r.ContentType, Headers: r.Headers,
 		Location: r.Location, FetchedAt: time.Now().UTC(), Duration: r.Duration, IP: r.IP,
-		BodySize: len(r.Body), Truncated: r.Truncated, Skipped: r.Skipped, Encoding: r.Encoding,
+		BodySize: len(r.Body), Truncated: r.Truncated, Skipped: r.Skipped, Encoding: r.Encoding, Sitemap: task.Sitemap,
 	}
 	if r.Err != nil {
 		p.Error, p.ErrorKind = errorText(r.Err.Error()), r.ErrKind

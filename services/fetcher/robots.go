@@ -55,6 +55,9 @@ type robotsVerdict struct {
 	// Blocked: the address guard refuses the host; Reason is the refusal
 	// (class and flag). Final at once, like GaveUp, never retried.
 	Blocked bool
+	// Sitemaps are the file's Sitemap: lines, when it was fetched for this
+	// task: announced once per fetch of robots.txt, whichever replica.
+	Sitemaps []string
 }
 
 type robotsEntry struct {
@@ -164,6 +167,9 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 		v.Reason = "disallowed by robots.txt"
 	}
 	v.CrawlDelay, _ = e.rules.CrawlDelay(c.userAgent)
+	if fetched && e.rules != nil {
+		v.Sitemaps = e.rules.Sitemaps()
+	}
 	return v, nil
 }
 

@@ -117,6 +117,9 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 		}
 		if v.Fetched {
 			s.Stats.RobotsFetched.Add(1)
+			if s.o.Sitemaps && len(v.Sitemaps) > 0 {
+				s.announceSitemaps(ctx, task, v.Sitemaps)
+			}
 		}
 		done.CrawlDelay, done.Duration = v.CrawlDelay, v.Duration
 		switch {
@@ -158,7 +161,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			}
 		}
 	}
-	resp, wait, err := s.gatedFetch(ctx, task.URL, ipMaxWait)
+	resp, wait, err := s.gatedFetch(ctx, task.URL, FetchOptions{Sitemap: task.Sitemap}, ipMaxWait)
 	if resp == nil {
 		// The server's address stayed at its per-IP limit, or the lease
 		// table is unreachable (fetching anyway could break the limit):

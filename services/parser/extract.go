@@ -76,6 +76,8 @@ type Link struct {
 	// Anchor is the link's text (with the alt text of images in it), and
 	// Context the words around it: both feed link scoring.
 	Anchor, Context string
+	// Sitemap: the link is a sitemap file, listed by a sitemap index.
+	Sitemap bool
 }
 
 // Extracted is what a page yields.

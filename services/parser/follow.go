@@ -39,6 +39,16 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			s.Stats.Invalid.Add(1)
 		}
 		depth, hops = page.Depth, page.Hops+1
+	case page.Sitemap && page.Status >= 200 && page.Status < 300:
+		var index bool
+		links, index = s.readSitemap(&doc, page, body)
+		if index {
+			// Sitemaps listed by an index: the index's depth, one more
+			// level of index (hops), as a redirect counts hops.
+			depth, hops = page.Depth, page.Hops+1
+		}
+		parent := s.lineage.parent(page.URL, 0, s.scorer)
+		scores = s.scorer.Score(parent, make([]topic.Anchor, len(links)))
 	case page.Status >= 200 && page.Status < 300 && IsHTML(page.ContentType, body):
 		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers, MaxURLLength: s.o.MaxURLLength}, s.o.Kinds)
 		if err != nil {
@@ -117,7 +127,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			s.Stats.OutOfScope.Add(1)
 			continue
 		}
-		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score})
+		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score, Sitemap: link.Sitemap})
 		s.lineage.remember(link.URL, scores[i].Score, scores[i].DepthLeft)
 	}
 	doc.Queued = len(follow)

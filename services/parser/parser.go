@@ -105,6 +105,9 @@ type Stats struct {
 	// NearDuplicates counts pages marked near_duplicate_of an earlier page;
 	// NearDuplicateLinks the links not followed on them (SkipLinks).
 	NearDuplicates, NearDuplicateLinks atomic.Int64
+	// Sitemaps counts the sitemap files read, SitemapURLs the URLs they
+	// listed, SitemapErrors the files that could not be read whole.
+	Sitemaps, SitemapURLs, SitemapErrors atomic.Int64
 	// Excluded counts the links Filtered counts, by reason (traps.Reason).
 	Excluded [traps.NumReasons]atomic.Int64
 }
@@ -164,6 +167,9 @@ func New(o Options) (*Service, error) {
 			bus.Counter{Name: "links_not_relevant_total", Help: "Links the topical scoring strategy did not follow.", Value: &s.Stats.NotRelevant},
 			bus.Counter{Name: "links_filtered_total", Help: "Links excluded by --max-url-length, the trap limits or --allow/--deny (the sum of links_excluded_total).", Value: &s.Stats.Filtered},
 			bus.Counter{Name: "pages_relevant_total", Help: "Pages above the topic's relevance threshold.", Value: &s.Stats.Relevant},
+			bus.Counter{Name: "sitemaps_total", Help: "Sitemap files read (--sitemaps).", Value: &s.Stats.Sitemaps},
+			bus.Counter{Name: "sitemap_urls_total", Help: "URLs listed by the sitemap files read.", Value: &s.Stats.SitemapURLs},
+			bus.Counter{Name: "sitemap_errors_total", Help: "Sitemap files that could not be read whole (the entries before the error are used).", Value: &s.Stats.SitemapErrors},
 			bus.Counter{Name: "pages_near_duplicate_total", Help: "Pages marked near_duplicate_of an earlier page of their host.", Value: &s.Stats.NearDuplicates},
 			bus.Counter{Name: "links_near_duplicate_total", Help: "Links not followed because their page is a near-duplicate (--near-duplicate-skip-links).", Value: &s.Stats.NearDuplicateLinks},
 		)
@@ -216,8 +222,11 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	via := messages.ViaLink
-	if page.Location != "" {
+	switch {
+	case page.Location != "":
 		via = messages.ViaRedirect
+	case page.Sitemap:
+		via = messages.ViaSitemap
 	}
 	if s.o.Observer != nil {
 		s.o.Observer.Links(page.URL, follow)
