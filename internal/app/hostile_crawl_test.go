@@ -36,12 +36,16 @@ import (
 //     kind, truncation, title and charset), or is never requested when it
 //     lies beyond a limit; every trap stays within the per-host budget;
 //   - every URL any server was asked for has its record in --out;
-//   - the process's peak resident memory grows by less than 512 MiB.
+//   - the process's peak resident memory grows by less than 512 MiB (1 GiB
+//     under the race detector, whose shadow memory grows with every
+//     allocation: 517 MiB was seen once in CI there, 86-127 MiB without it).
 func TestHostileWebCrawl(t *testing.T) {
 	const (
 		maxBody = 256 << 10
 		budget  = 60 // --max-pages-per-host: each ordinary host has fewer pages
 		memCap  = 512 << 20
+		// Under -race, shadow memory comes on top (see above).
+		raceMemCap = 1 << 30
 		// The trap limits, as the web is told them.
 		pathDepth, repeats, params = 20, 2, 20
 	)
@@ -97,8 +101,12 @@ func TestHostileWebCrawl(t *testing.T) {
 	if sum.DeadLetters != 0 || sum.Queued != 0 {
 		t.Errorf("dead letters %d, URLs left queued %d; want none", sum.DeadLetters, sum.Queued)
 	}
-	if grown > memCap {
-		t.Errorf("peak resident memory grew by %d MiB during the crawl, over %d MiB", grown>>20, memCap>>20)
+	limit := int64(memCap)
+	if raceDetector {
+		limit = raceMemCap
+	}
+	if grown > limit {
+		t.Errorf("peak resident memory grew by %d MiB during the crawl, over %d MiB", grown>>20, limit>>20)
 	}
 
 	recs := readRecords(t, out)
