@@ -19,6 +19,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
 // fixture is the small web of the end-to-end tests: three seed hosts, one
@@ -173,6 +174,25 @@ func diff(a, b []string) []string {
 func readOut(t *testing.T, path string) map[string]map[string]any {
 	t.Helper()
 	return readOutAllowing(t, path, nil)
+}
+
+// readParsed reads --out as parsed documents keyed by their URL with base
+// cut off (a path, for one host's crawl).
+func readParsed(t *testing.T, path, base string) map[string]messages.Parsed {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]messages.Parsed{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var d messages.Parsed
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("--out line %q: %v", line, err)
+		}
+		docs[strings.TrimPrefix(d.URL, base)] = d
+	}
+	return docs
 }
 
 // readOutAllowing reads --out; a URL may appear more than once only if

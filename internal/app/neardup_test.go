@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,18 +43,7 @@ func TestRunMarksNearDuplicates(t *testing.T) {
 		if _, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t)); err != nil {
 			t.Fatalf("RunAll: %v", err)
 		}
-		data, err := os.ReadFile(cfg.Out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs := map[string]messages.Parsed{}
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var d messages.Parsed
-			if err := json.Unmarshal([]byte(line), &d); err != nil {
-				t.Fatal(err)
-			}
-			docs[strings.TrimPrefix(d.URL, h.Base)] = d
-		}
+		docs := readParsed(t, cfg.Out, h.Base)
 		if len(docs) != 4 {
 			t.Fatalf("%d documents, want 4: %v", len(docs), docs)
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,18 +59,7 @@ func TestRunReadsSitemaps(t *testing.T) {
 				requested[strings.TrimPrefix(u, h.Base)] = d
 			}
 		}
-		data, err := os.ReadFile(cfg.Out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs := map[string]messages.Parsed{}
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var d messages.Parsed
-			if err := json.Unmarshal([]byte(line), &d); err != nil {
-				t.Fatal(err)
-			}
-			docs[strings.TrimPrefix(d.URL, h.Base)] = d
-		}
+		docs := readParsed(t, cfg.Out, h.Base)
 		return requested, docs
 	}
 
