@@ -3,7 +3,6 @@ package fetcher
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
-	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -110,32 +108,7 @@ func records(t *testing.T, js jetstream.JetStream, names subjects.Names, n int) 
 // nothing went to the dead-letter subject.
 func settled(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := js.Consumer(ctx, names.StreamFetch(), names.ConsumerFetcher())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info *jetstream.ConsumerInfo
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		var err error
-		if info, err = c.Info(ctx); err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("tasks not acked: %+v", info)
-		}
-		return nil
-	})
-	if info.NumRedelivered != 0 {
-		t.Errorf("%d tasks redelivered", info.NumRedelivered)
-	}
-	s, err := js.Stream(ctx, names.StreamDLQ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info, _ := s.Info(ctx); info.State.Msgs != 0 {
-		t.Errorf("%d dead letters", info.State.Msgs)
-	}
+	testbus.Settled(t, js, names, names.StreamFetch(), names.ConsumerFetcher())
 }
 
 // Issue 19 #5 end to end: each hostile response is fetched once and

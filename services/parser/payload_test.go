@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
-	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -80,32 +79,7 @@ func parsedDocs(t *testing.T, js jetstream.JetStream, names subjects.Names, n in
 // redelivered or dead-lettered.
 func parserSettled(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := js.Consumer(ctx, names.StreamPages(), names.ConsumerParser())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info *jetstream.ConsumerInfo
-	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		var err error
-		if info, err = c.Info(ctx); err != nil {
-			return err
-		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("pages not acked: %+v", info)
-		}
-		return nil
-	})
-	if info.NumRedelivered != 0 {
-		t.Errorf("%d pages redelivered", info.NumRedelivered)
-	}
-	s, err := js.Stream(ctx, names.StreamDLQ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info, _ := s.Info(ctx); info.State.Msgs != 0 {
-		t.Errorf("%d dead letters", info.State.Msgs)
-	}
+	testbus.Settled(t, js, names, names.StreamPages(), names.ConsumerParser())
 }
 
 // discoveredLinks drains the links handed to dedup, and checks each

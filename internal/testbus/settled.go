@@ -1,0 +1,46 @@
+package testbus
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// Settled waits until consumer has acked everything on stream, then checks
+// that nothing was redelivered and nothing went to the dead-letter stream.
+func Settled(t testing.TB, js jetstream.JetStream, names subjects.Names, stream, consumer string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending, ackPending, redelivered uint64
+	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		pending, ackPending, redelivered = info.NumPending, uint64(info.NumAckPending), uint64(info.NumRedelivered)
+		if pending != 0 || ackPending != 0 {
+			return fmt.Errorf("%s: %d pending, %d not acked", consumer, pending, ackPending)
+		}
+		return nil
+	})
+	if redelivered != 0 {
+		t.Errorf("%s: %d messages redelivered", consumer, redelivered)
+	}
+	s, err := js.Stream(ctx, names.StreamDLQ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := s.Info(ctx); info.State.Msgs != 0 {
+		t.Errorf("%d dead letters", info.State.Msgs)
+	}
+}
