@@ -38,6 +38,36 @@ type Link struct {
 	Score float64 `json:"score,omitempty"`
 	// Sitemap says the URL is a sitemap file to read, not a page.
 	Sitemap bool `json:"sitemap,omitempty"`
+	// Revisit, in a continuous crawl, is the URL's record between visits;
+	// on a link from a sitemap, its changefreq and lastmod hints.
+	Revisit *Revisit `json:"revisit,omitempty"`
+}
+
+// Revisit is a URL's record between the visits of a continuous crawl
+// (--revisit-min, --revisit-max): what the last visit found, sent back with
+// the next task as a conditional GET, and the interval that led to the
+// visit. The frontier keeps it with the URL's schedule entry; nothing else
+// is stored per URL.
+type Revisit struct {
+	// Visits counts the URL's visits so far (0 before the first).
+	Visits int `json:"visits,omitempty"`
+	// Interval is the wait that led to the coming (on a task) or last (on a
+	// done report) visit; 0 before the first.
+	Interval time.Duration `json:"interval_ns,omitempty"`
+	// ETag and LastModified are the last response's validators, sent as
+	// If-None-Match and If-Modified-Since.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	// Digest is the WARC payload digest ("sha1:" and base32) of the last
+	// body fetched; a body with the same digest is unchanged.
+	Digest string `json:"digest,omitempty"`
+	// Since is when the content with Digest was first fetched: the date of
+	// the WARC response record a revisit record refers to.
+	Since time.Time `json:"since,omitzero"`
+	// ChangeFreq and Lastmod are a sitemap's hints for the URL (seed the
+	// first interval; see pkg/revisit).
+	ChangeFreq string    `json:"changefreq,omitempty"`
+	Lastmod    time.Time `json:"lastmod,omitzero"`
 }
 
 // Discovered is published on <prefix>.discovered.<p>: the URLs of one source
@@ -82,6 +112,10 @@ type FetchTask struct {
 	// Sitemap: the URL is a sitemap file (Link.Sitemap); the fetcher takes
 	// XML and gzip bodies for it and the parser reads it as a sitemap.
 	Sitemap bool `json:"sitemap,omitempty"`
+	// Revisit is set in a continuous crawl (empty on a first visit): the
+	// fetcher sends its validators, digests the body and reports what it
+	// found in the done report's Revisit and Changed.
+	Revisit *Revisit `json:"revisit,omitempty"`
 }
 
 // FetchDone is published on <prefix>.frontier.<p>.done by the fetcher once a
@@ -119,6 +153,12 @@ type FetchDone struct {
 	Disallowed bool `json:"disallowed,omitempty"`
 	// CrawlDelay is the host's robots.txt Crawl-delay for our user agent.
 	CrawlDelay time.Duration `json:"crawl_delay_ns,omitempty"`
+	// Revisit, for a task with one, is the URL's record after this visit
+	// (the response's validators and digest); Changed says whether the
+	// page changed since the last visit (false for a 304 or the same
+	// digest; absent on a first visit and when nothing was fetched).
+	Revisit *Revisit `json:"revisit,omitempty"`
+	Changed *bool    `json:"changed,omitempty"`
 }
 
 // Page is the metadata of a fetched page, carried as JSON in the Trawler-Page
@@ -157,6 +197,12 @@ type Page struct {
 	Encoding string `json:"encoding,omitempty"`
 	// Sitemap: the page is a sitemap file (FetchTask.Sitemap).
 	Sitemap bool `json:"sitemap,omitempty"`
+	// Changed, on a revisit, says whether the page changed since the last
+	// visit: false for a 304 Not Modified or a body with the same digest
+	// (Revisit.Digest; Revisit.Since is when that content was first
+	// fetched). Absent on a first visit.
+	Changed *bool    `json:"changed,omitempty"`
+	Revisit *Revisit `json:"revisit,omitempty"`
 }
 
 // Parsed is published on <prefix>.pages.parsed by the parser: what a page links
@@ -206,6 +252,10 @@ type Parsed struct {
 	// over the NATS payload limit and went without its text or some of its
 	// outlinks (Error says which).
 	Truncated bool `json:"truncated,omitempty"`
+	// Changed, on a revisit, says whether the page changed since the last
+	// visit (Page.Changed): a tap keeping an index can skip false ones.
+	// Absent on a first visit.
+	Changed *bool `json:"changed,omitempty"`
 }
 
 // DeadLetter is published on <prefix>.dlq.<service> for a message that could

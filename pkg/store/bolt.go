@@ -23,8 +23,8 @@ import (
 // seen (8-byte big-endian fingerprint -> empty), queue (host 0x00 8-byte
 // rank 8-byte order -> JSON Queued, see rank), inflight (host -> JSON
 // InFlight), rest (host -> 8-byte unix ms NotBefore), issued (host -> 8-byte
-// URLs issued, for the host budget) and meta (counters, 8-byte big-endian),
-// plus a "global" bucket for the page budget.
+// URLs issued, for the host budget), meta (counters, 8-byte big-endian)
+// and the revisit schedule (sched, sched-url: bolt_schedule.go), plus a "global" bucket for the page budget.
 // Every mutating method is atomic, and durable (fsynced) when it returns: it
 // runs in a bbolt transaction shared with the other writes of its group
 // (groupCommit), and returns once that transaction committed.
@@ -160,7 +160,7 @@ func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta, bucketRest, bucketIssued} {
+	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta, bucketRest, bucketIssued, bucketSched, bucketSchedURL} {
 		if _, err := part.CreateBucketIfNotExists(name); err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 			queueDropped++
 		}
 	}
-	freed := int64(0)
+	freed, scheduled := int64(0), uint64(0)
 	for _, d := range done {
 		in, ok, err := getInFlight(inflight, p, d.Host)
 		if err != nil {
@@ -97,6 +97,15 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 				return false, err
 			}
 		}
+		if d.Revisit != nil {
+			added, err := scheduleTx(part, *d.Revisit)
+			if err != nil {
+				return false, err
+			}
+			if added {
+				scheduled++
+			}
+		}
 		freed++
 	}
 	return true, putMeta(meta,
@@ -107,6 +116,46 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 		kv{metaDropped, getU64(meta, metaDropped) + dropped},
 		kv{metaDroppedQueue, getU64(meta, metaDroppedQueue) + queueDropped},
 		kv{metaInFlight, getU64(meta, metaInFlight) - uint64(freed)},
+		kv{metaScheduled, getU64(meta, metaScheduled) + scheduled},
+	)
+}
+
+// promoteTx moves due revisits from the schedule into their hosts' queues,
+// outside the host limits; see StepRequest.Promote.
+func promoteTx(tx *bolt.Tx, p int, promote []Scheduled) error {
+	if len(promote) == 0 {
+		return nil
+	}
+	part, err := writePart(tx, p)
+	if err != nil {
+		return err
+	}
+	meta, queue := part.Bucket(bucketMeta), part.Bucket(bucketQueue)
+	items, err := encodeQueued(scheduledQueued(promote))
+	if err != nil {
+		return err
+	}
+	tail := getU64Or(meta, metaTail, orderStart)
+	moved := uint64(0)
+	for i, it := range items {
+		ok, err := unscheduleTx(part, promote[i].Queued.Link.URL)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // moved by an earlier try of this step
+		}
+		if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
+			return err
+		}
+		tail++
+		moved++
+	}
+	return putMeta(meta,
+		kv{metaTail, tail},
+		kv{metaEnqueued, getU64(meta, metaEnqueued) + moved},
+		kv{metaQueued, getU64(meta, metaQueued) + moved},
+		kv{metaScheduled, getU64(meta, metaScheduled) - moved},
 	)
 }
 

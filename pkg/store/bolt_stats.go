@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
@@ -37,6 +38,7 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 		return Stats{}, err
 	}
 	var s Stats
+	now := time.Now()
 	err := b.view(func(tx *bolt.Tx) error {
 		s.Issued = getU64(tx.Bucket(bucketGlobal), globalIssued)
 		for _, p := range partitions {
@@ -50,6 +52,10 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 			s.Enqueued += getU64(meta, metaEnqueued)
 			s.Dropped += getU64(meta, metaDropped)
 			s.DroppedQueue += getU64(meta, metaDroppedQueue)
+			s.Scheduled += int64(getU64(meta, metaScheduled))
+			dueNow, dueHour := schedCounts(part, now)
+			s.DueNow += dueNow
+			s.DueHour += dueHour
 		}
 		return nil
 	})

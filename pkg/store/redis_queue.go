@@ -148,6 +148,9 @@ func (r *Redis) Apply(ctx context.Context, p int, seq uint64, enqueue []Queued, 
 	args := append([]any{strconv.FormatUint(seq, 10), l.HostBudget, l.HostQueue, len(hosts)}, hosts...)
 	args = append(args, tail...)
 
+	if err := r.scheduleDone(ctx, p, done); err != nil {
+		return false, err
+	}
 	ok, err := applyScript.Run(ctx, r.c, keys, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("store: apply to %s: %w", r.base(p), redisErr(err))

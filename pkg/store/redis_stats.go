@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,11 +44,16 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 		return Stats{}, err
 	}
 	metas := make([]*redis.SliceCmd, len(partitions))
+	sched := make([][3]*redis.IntCmd, len(partitions))
+	now := time.Now()
+	nowMs, hourMs := strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10)
 	var budget *redis.StringCmd
 	err := r.pipelined(ctx, func(pipe redis.Pipeliner) error {
 		budget = pipe.Get(ctx, r.budgetKey())
 		for i, p := range partitions {
 			metas[i] = pipe.HMGet(ctx, r.metaKey(p), "queued", "inflight", "enqueued", "dropped", "dropped_queue")
+			sched[i] = [3]*redis.IntCmd{pipe.ZCard(ctx, r.schedKey(p)),
+				pipe.ZCount(ctx, r.schedKey(p), "-inf", nowMs), pipe.ZCount(ctx, r.schedKey(p), "-inf", hourMs)}
 		}
 		return nil
 	})
@@ -75,6 +81,9 @@ func (r *Redis) Stats(ctx context.Context, partitions []int) (Stats, error) {
 		s.Enqueued += uint64(c[2])
 		s.Dropped += uint64(c[3])
 		s.DroppedQueue += uint64(c[4])
+		s.Scheduled += sched[i][0].Val()
+		s.DueNow += sched[i][1].Val()
+		s.DueHour += sched[i][2].Val()
 	}
 	return s, nil
 }

@@ -251,6 +251,14 @@ func (r *Redis) step(ctx context.Context, p int, req StepRequest, batch bool) (S
 	args = append(args, hosts...)
 	args = append(args, tail...)
 
+	if batch {
+		if err := r.scheduleDone(ctx, p, req.Done); err != nil {
+			return StepResult{}, err
+		}
+		if err := r.promote(ctx, p, req.Promote); err != nil {
+			return StepResult{}, err
+		}
+	}
 	reply, err := stepScript.Run(ctx, r.c, keys, args...).Result()
 	if err != nil {
 		return StepResult{}, fmt.Errorf("store: step in %s (%s): %w", r.base(p), r.inflightKey(p), redisErr(err))

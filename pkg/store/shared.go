@@ -62,6 +62,15 @@ func encodeQueued(enqueue []Queued) ([]encodedQueued, error) {
 	return out, nil
 }
 
+// scheduledQueued is the queue entries of promoted revisits.
+func scheduledQueued(ss []Scheduled) []Queued {
+	out := make([]Queued, len(ss))
+	for i, s := range ss {
+		out[i] = s.Queued
+	}
+	return out
+}
+
 // DerivedTaskID is the task ID of queue entry q under key (the entry's
 // place: host, rank and order) in partition p, for an Issue without one: a
 // hash of the partition, the key, the URL and the attempt. The same entry
@@ -99,6 +108,7 @@ func newInFlight(p int, q Queued, r Issue) InFlight {
 			Deadline:  r.Deadline,
 			NotBefore: r.NotBefore,
 			Sitemap:   q.Link.Sitemap,
+			Revisit:   q.Link.Revisit,
 		},
 		LeaseUntil: r.LeaseUntil,
 	}
@@ -109,7 +119,7 @@ func retry(in InFlight) Queued {
 	t := in.Task
 	return Queued{
 		Host:    t.Host,
-		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Score: t.Score, Sitemap: t.Sitemap},
+		Link:    messages.Link{URL: t.URL, Depth: t.Depth, Hops: t.Hops, Score: t.Score, Sitemap: t.Sitemap, Revisit: t.Revisit},
 		Attempt: t.Attempt + 1,
 	}
 }

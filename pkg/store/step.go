@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,6 +19,12 @@ type StepRequest struct {
 	Applied []uint64 // stream sequences of the batch's messages
 	Floor   uint64   // forget applied sequences at or below it (0: keep)
 	Issue   []Issue  // hosts due now, popped after the batch is applied
+	// Promote moves revisits that came due (as Frontier.Due returned them)
+	// out of the schedule and into their hosts' queues, before Issue is
+	// popped, outside the per-host limits: a revisit is a URL the crawl
+	// admitted already. An entry no longer in the schedule (a retried
+	// step moved it) is skipped.
+	Promote []Scheduled
 	// Hurry: the caller waits for this step's tasks (one not yet
 	// published from a reservation): an Early store commits it without
 	// waiting for company. Other stores ignore it.
@@ -47,6 +54,9 @@ type Stepper interface {
 func Step(ctx context.Context, f Frontier, p int, r StepRequest) (StepResult, error) {
 	if s, ok := f.(Stepper); ok {
 		return s.Step(ctx, p, r)
+	}
+	if len(r.Promote) > 0 {
+		return StepResult{}, errors.New("store: this store cannot promote revisits (not a Stepper)")
 	}
 	ok, err := f.Apply(ctx, p, r.Seq, r.Enqueue, r.Done)
 	if err != nil || !ok {
@@ -147,6 +157,9 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 			return err
 		}
 		if err := markAppliedTx(tx, p, r.Applied, r.Floor); err != nil {
+			return err
+		}
+		if err := promoteTx(tx, p, r.Promote); err != nil {
 			return err
 		}
 		if len(r.Issue) > 0 {

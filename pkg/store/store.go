@@ -100,6 +100,18 @@ type Done struct {
 	// NotBefore is when the host may be fetched again (its politeness gap);
 	// kept with the host so a restarted frontier holds it too.
 	NotBefore time.Time
+	// Revisit, in a continuous crawl, is the URL's next visit: when the
+	// done frees its host, the entry goes into the partition's revisit
+	// schedule in the same write (replacing any entry of the same URL).
+	Revisit *Scheduled
+}
+
+// Scheduled is a URL waiting in its partition's revisit schedule until Due,
+// when the frontier moves it into its host's queue (StepRequest.Promote).
+// A URL is in the schedule at most once: entries are keyed by URL.
+type Scheduled struct {
+	Due    time.Time
+	Queued Queued // Queued.Link.Revisit carries the URL's record
 }
 
 // Issue asks to pop the head URL of Host and record it in flight as task
@@ -148,6 +160,10 @@ type Stats struct {
 	// DroppedQueue is the part of Dropped that HostQueue pushed out of a
 	// full queue; the rest went over a host's HostBudget (DroppedBudget).
 	DroppedQueue uint64
+	// Scheduled counts URLs waiting in the revisit schedule; DueNow those
+	// due already, DueHour those due within the next hour (DueNow
+	// included), at the time of the call.
+	Scheduled, DueNow, DueHour int64
 }
 
 // DroppedBudget is the part of Dropped over a host's HostBudget.
@@ -204,4 +220,9 @@ type Frontier interface {
 	// MarkApplied remembers seqs as applied and forgets those at or below
 	// floor (the consumer's ack floor: they can never be delivered again).
 	MarkApplied(ctx context.Context, p int, seqs []uint64, floor uint64) error
+
+	// Due returns up to max entries of partition p's revisit schedule due
+	// at or before now, earliest first. It changes nothing: the step that
+	// queues them removes them (StepRequest.Promote).
+	Due(ctx context.Context, p int, now time.Time, max int) ([]Scheduled, error)
 }

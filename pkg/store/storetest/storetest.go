@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore Backend) {
 		{"Budget", testBudget},
 		{"BudgetConcurrent", testBudgetConcurrent},
 		{"Stats", testStats},
+		{"RevisitSchedule", testRevisitSchedule},
 		{"BadArgs", testBadArgs},
 	}
 	for _, c := range cases {
