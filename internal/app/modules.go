@@ -115,6 +115,10 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	sched, err := cfg.RevisitSchedule()
+	if err != nil {
+		return nil, err
+	}
 	log := d.Log.With("service", "frontier")
 	return frontier.New(frontier.Options{
 		JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, "frontier"),
@@ -122,8 +126,9 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 		FetchTimeout: cfg.FetchTimeout,
 		IssueAhead:   cfg.IssueAhead,
 		MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
-		Limits: store.Limits{HostBudget: cfg.MaxPagesPerHost, HostQueue: cfg.MaxQueuePerHost},
-		Log:    log, Registerer: d.Registry,
+		Limits:  store.Limits{HostBudget: cfg.HostBudget(), HostQueue: cfg.MaxQueuePerHost},
+		Revisit: sched,
+		Log:     log, Registerer: d.Registry,
 	}), nil
 }
 

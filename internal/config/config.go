@@ -138,6 +138,11 @@ type Config struct {
 	// --sitemaps: read the sitemaps robots.txt names (fetcher, parser).
 	Sitemaps bool
 
+	// Continuous crawling (frontier): --revisit-min and --revisit-max bound
+	// the adaptive revisit interval; both 0 (the default): every URL is
+	// visited once and the crawl ends.
+	RevisitMin, RevisitMax time.Duration
+
 	NearDuplicates         bool
 	NearDuplicateDistance  int
 	NearDuplicateWindow    int

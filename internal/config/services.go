@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/trawlerhq/trawler/pkg/revisit"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/topic"
 	"github.com/trawlerhq/trawler/pkg/urlx"
@@ -57,4 +59,36 @@ func (cfg *Config) ParserOptions(o *parser.Options) error {
 	}
 	o.Scorer, err = topic.NewScorer(tp, strategy, cfg.RelevanceThreshold)
 	return err
+}
+
+// DefaultMaxPagesPerHost is --max-pages-per-host's default.
+const DefaultMaxPagesPerHost = 100000
+
+// Continuous tells whether the crawl revisits what it fetched.
+func (cfg *Config) Continuous() bool { return cfg.RevisitMin != 0 || cfg.RevisitMax != 0 }
+
+// RevisitSchedule is the frontier's revisit rule from --revisit-min and
+// --revisit-max: nil when both are 0 (no revisits), an error naming the
+// flag when one is missing or they do not make a range.
+func (cfg *Config) RevisitSchedule() (*revisit.Schedule, error) {
+	if !cfg.Continuous() {
+		return nil, nil
+	}
+	if cfg.RevisitMin <= 0 || cfg.RevisitMax <= 0 {
+		return nil, fmt.Errorf("--revisit-min %v, --revisit-max %v: a continuous crawl needs both, positive (e.g. --revisit-min 1h --revisit-max 720h)", cfg.RevisitMin, cfg.RevisitMax)
+	}
+	s, err := revisit.NewSchedule(cfg.RevisitMin, cfg.RevisitMax)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// HostBudget is the store's per-host budget: none in a continuous crawl,
+// where every visit of a host's pages would spend it.
+func (cfg *Config) HostBudget() int {
+	if cfg.Continuous() {
+		return 0
+	}
+	return cfg.MaxPagesPerHost
 }

@@ -94,6 +94,12 @@ func (c *Config) Validate() error {
 	if c.MaxRedirects < 0 {
 		errs = append(errs, fmt.Errorf("--max-redirects %d: must not be negative", c.MaxRedirects))
 	}
+	if _, err := c.RevisitSchedule(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Continuous() && c.MaxPagesPerHost != 0 && c.MaxPagesPerHost != DefaultMaxPagesPerHost {
+		errs = append(errs, fmt.Errorf("--max-pages-per-host %d with --revisit-max: a continuous crawl has no per-host budget (every visit would spend it); bound hosts with --max-queue-per-host and the trap limits", c.MaxPagesPerHost))
+	}
 	if c.NearDuplicates {
 		nd := parser.NearDuplicates{Distance: c.NearDuplicateDistance, PerHost: c.NearDuplicateWindow, Hosts: parser.DefaultNearDuplicateHosts}
 		if err := nd.Validate(); err != nil {

@@ -101,11 +101,12 @@ func (s Snapshot) BudgetSpent() bool {
 	return s.MaxPages > 0 && s.Store.Issued >= uint64(s.MaxPages)
 }
 
-// Idle reports whether nothing is queued or in flight anywhere.
+// Idle reports whether nothing is queued, scheduled for a revisit or in
+// flight anywhere: a continuous crawl is never idle until its budget is spent.
 func (s Snapshot) Idle() bool {
 	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Fetch.Msgs == 0 &&
 		s.ParserBacklog == 0 && s.Store.InFlight == 0 &&
-		(s.Store.Queued == 0 || s.BudgetSpent())
+		((s.Store.Queued == 0 && s.Store.Scheduled == 0) || s.BudgetSpent())
 }
 
 // Still reports whether no work moved between s and later.

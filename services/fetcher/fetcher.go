@@ -70,6 +70,10 @@ type Stats struct {
 	// Redelivered counts deliveries of a task this replica was already
 	// working on or had finished: skipped, not fetched again.
 	Redelivered atomic.Int64
+	// Revisits counts fetches of revisit tasks (a continuous crawl);
+	// Unchanged those that found the page unchanged (a 304 or the same
+	// digest), NotModified the part answered 304.
+	Revisits, Unchanged, NotModified atomic.Int64
 }
 
 // Service is one fetcher replica.
@@ -111,6 +115,9 @@ func New(o Options) *Service {
 			bus.Counter{Name: "robots_fetches_total", Help: "robots.txt fetches.", Value: &s.Stats.RobotsFetched},
 			bus.Counter{Name: "sitemaps_queued_total", Help: "Sitemap URLs named by robots.txt and queued (--sitemaps).", Value: &s.Stats.Sitemaps},
 			bus.Counter{Name: "robots_deferred_total", Help: "Tasks put back because the host's robots.txt was unreachable.", Value: &s.Stats.RobotsDeferred},
+			bus.Counter{Name: "revisits_total", Help: "Fetches of URLs visited before (a continuous crawl: --revisit-min/--revisit-max).", Value: &s.Stats.Revisits},
+			bus.Counter{Name: "revisits_unchanged_total", Help: "Revisits that found the page unchanged: a 304 Not Modified or a body with the last visit's digest.", Value: &s.Stats.Unchanged},
+			bus.Counter{Name: "revisits_not_modified_total", Help: "Revisits answered 304 Not Modified (part of revisits_unchanged_total).", Value: &s.Stats.NotModified},
 			bus.Counter{Name: "tasks_redelivered_total", Help: "Deliveries of a task this replica was already working on or had finished: skipped, not fetched again.", Value: &s.Stats.Redelivered},
 			bus.Counter{Name: "ip_deferred_total", Help: "Tasks put back because their server's IP address was at its per-IP limit.", Value: &s.Stats.IPDeferred},
 		)

@@ -161,7 +161,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 			}
 		}
 	}
-	resp, wait, err := s.gatedFetch(ctx, task.URL, FetchOptions{Sitemap: task.Sitemap}, ipMaxWait)
+	resp, wait, err := s.gatedFetch(ctx, task.URL, conditional(task), ipMaxWait)
 	if resp == nil {
 		// The server's address stayed at its per-IP limit, or the lease
 		// table is unreachable (fetching anyway could break the limit):
@@ -179,6 +179,20 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 	page := s.page(task, *resp)
 	done.Status, done.Error, done.Duration, done.IP = page.Status, page.Error, page.Duration, page.IP
 	done.ErrorKind, done.NoSuchHost = page.ErrorKind, noSuchHost(resp.Err)
+	if task.Revisit != nil {
+		rec, changed := revisited(*task.Revisit, *resp, page.FetchedAt)
+		done.Revisit, done.Changed = &rec, changed
+		page.Revisit, page.Changed = &rec, changed
+		if task.Revisit.Visits > 0 {
+			s.Stats.Revisits.Add(1)
+		}
+		if changed != nil && !*changed {
+			s.Stats.Unchanged.Add(1)
+			if resp.Status == 304 {
+				s.Stats.NotModified.Add(1)
+			}
+		}
+	}
 	return &page, resp.Body, nil
 }
 

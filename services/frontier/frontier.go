@@ -35,6 +35,7 @@ import (
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/ownership"
+	"github.com/trawlerhq/trawler/pkg/revisit"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -93,6 +94,9 @@ type Options struct {
 	MaxDeliver   int
 	// Limits are the per-host budget and queue cap, enforced by the store.
 	Limits store.Limits
+	// Revisit, when set, makes the crawl continuous: every fetched URL is
+	// scheduled again after an adaptive interval (revisit.go).
+	Revisit *revisit.Schedule
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -110,6 +114,9 @@ type Stats struct {
 	// Reserved counts tasks published from a host's reservation, before
 	// the write that records them (part of Issued).
 	Reserved atomic.Int64
+	// Revisits counts URLs moved from the revisit schedule to their host
+	// queues (part of Enqueued).
+	Revisits atomic.Int64
 }
 
 // DefaultMaxDeferrals is MaxDeferrals when it is left 0.
@@ -176,6 +183,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
+			bus.Counter{Name: "revisits_queued_total", Help: "URLs moved from the revisit schedule into their host queues, due again (a continuous crawl; part of urls_enqueued_total).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
 			bus.Counter{Name: "urls_dropped_total", Help: "URLs given up after --max-attempts lost tasks, ended with a page record of kind lost.", Value: &s.Stats.Dropped},

@@ -45,6 +45,8 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			all[i] = md.Sequence.Stream
 		}
 	}
+	promote := pt.promote // revisits that came due (revisit.go)
+	pt.promote = nil
 	var replayed []bool
 	if err := bus.Retry(ctx, "read intake log", pt.log.Warn, hold, func() (err error) {
 		replayed, err = pt.s.o.Store.Applied(ctx, pt.p, all)
@@ -96,7 +98,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	for _, d := range pre {
 		delete(pt.arrived, d.seq)
 	}
-	if len(keep) == 0 && len(pre) == 0 {
+	if len(keep) == 0 && len(pre) == 0 && len(promote) == 0 {
 		for _, m := range redelivered {
 			_ = m.Ack()
 		}
@@ -120,7 +122,8 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	// same write: a finished fetch and the host's next task cost one
 	// commit. If the write fails the partition restarts and reloads; if
 	// the store was ahead, it reloads here.
-	pt.remember(enq, done, freed, now)
+	pt.remember(append(enq[:len(enq):len(enq)], promoted(promote)...), done, freed, now)
+	pt.s.Stats.Revisits.Add(int64(len(promote)))
 	due, err := pt.due(ctx, now)
 	if err != nil {
 		return nil, err
@@ -157,7 +160,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 		}
 	}
 	p := &pending{ev: make(chan stepEvent, 4), due: due, keep: keep, redel: redelivered, again: again, now: now,
-		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues, Hurry: hurry}}
+		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues, Hurry: hurry, Promote: promote}}
 	st, part, log := pt.s.o.Store, pt.p, pt.log
 	go func() {
 		var res store.StepResult
@@ -289,17 +292,17 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			pt.carry = append(pt.carry, c.m) // the next step, as usual
 			continue
 		}
-		freed := store.Done{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}
+		freed := []store.Done{{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}}
 		if !nothingSent(c.fd) {
 			h.rest = nb.Sub(now)
 		}
-		pt.remember(nil, []messages.FetchDone{c.fd}, []store.Done{freed}, now)
+		pt.remember(nil, []messages.FetchDone{c.fd}, freed, now)
 		reqs := pt.issues([]string{h.name}, now)
 		pt.publishReserved(ctx, reqs)
 		t := reqs[0].Next.Task(pt.p, reqs[0])
 		pt.setTask(h, &t)
 		h.unrecorded = true
-		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed, issue: reqs[0]})
+		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed[0], issue: reqs[0]})
 	}
 }
 
@@ -318,6 +321,12 @@ func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messag
 			if err != nil {
 				pt.log.Warn("dropping invalid URL", "url", l.URL, "err", err)
 				continue
+			}
+			switch {
+			case pt.s.o.Revisit == nil:
+				l.Revisit = nil // a sitemap's hints; no revisits, no digest
+			case l.Revisit == nil:
+				l.Revisit = &messages.Revisit{} // a first visit: the fetcher digests it
 			}
 			*enq = append(*enq, store.Queued{Host: h, Link: l, Attempt: 1})
 		}
@@ -358,6 +367,7 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, fre
 		if h == nil || h.inFlight == nil || h.inFlight.Task.ID != d.TaskID {
 			continue // stale: the task was re-issued after its lease ran out
 		}
+		freed[i].Revisit = pt.nextVisit(h.inFlight.Task, d, now)
 		pt.setTask(h, nil)
 		if failed(d) {
 			h.failures++

@@ -75,6 +75,10 @@ type partition struct {
 	// later: hosts that came due while a step was pending without a
 	// reservation; their pop needs a write, so they wait for the step.
 	later []string
+	// promote: revisits that came due, for the next step to queue;
+	// promoteAt: when to look for more (revisit.go).
+	promote   []store.Scheduled
+	promoteAt time.Time
 }
 
 // preDone is a done report taken while a step was pending: its host was
@@ -169,8 +173,11 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 			// by an urgent write, as before.
 			pt.takeDue(work, now)
 			pt.reschedule(now)
+			if err := pt.lookForRevisits(work, now); err != nil {
+				return err
+			}
 			var err error
-			if len(pt.carry) > 0 || len(pt.pre) > 0 {
+			if len(pt.carry) > 0 || len(pt.pre) > 0 || len(pt.promote) > 0 {
 				batch, pre := pt.carry, pt.pre
 				pt.carry, pt.pre = nil, nil
 				pend, err = pt.apply(work, batch, pre)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/html/charset"
 
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/urlx"
 )
 
@@ -78,6 +79,9 @@ type Link struct {
 	Anchor, Context string
 	// Sitemap: the link is a sitemap file, listed by a sitemap index.
 	Sitemap bool
+	// Hints are a sitemap's changefreq and lastmod for the URL, for a
+	// continuous crawl's first interval; nil when it gave none.
+	Hints *messages.Revisit
 }
 
 // Extracted is what a page yields.

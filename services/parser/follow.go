@@ -127,7 +127,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 			s.Stats.OutOfScope.Add(1)
 			continue
 		}
-		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score, Sitemap: link.Sitemap})
+		follow = append(follow, messages.Link{URL: link.URL, Depth: depth, Hops: hops, Score: scores[i].Score, Sitemap: link.Sitemap, Revisit: link.Hints})
 		s.lineage.remember(link.URL, scores[i].Score, scores[i].DepthLeft)
 	}
 	doc.Queued = len(follow)

@@ -29,7 +29,11 @@ func (s *Service) readSitemap(doc *messages.Parsed, page messages.Page, body []b
 			invalid++
 			return nil
 		}
-		links = append(links, Link{URL: u})
+		l := Link{URL: u}
+		if !e.LastMod.IsZero() || e.ChangeFreq != "" {
+			l.Hints = &messages.Revisit{ChangeFreq: e.ChangeFreq, Lastmod: e.LastMod.UTC()}
+		}
+		links = append(links, l)
 		return nil
 	})
 	s.Stats.Invalid.Add(int64(invalid))
