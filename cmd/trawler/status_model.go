@@ -59,6 +59,20 @@ type statusReport struct {
 		Pages float64 `json:"pages"`
 		Links float64 `json:"links_not_followed"`
 	} `json:"near_duplicates"`
+	// Revisits is a continuous crawl's schedule (--revisit-min/max): URLs
+	// scheduled for a revisit, due now (waiting to be queued) and within the
+	// next hour, and the revisit fetches of live fetchers: per second, and
+	// over their lifetimes with those that found the page unchanged and
+	// the part of those answered 304.
+	Revisits struct {
+		Scheduled   int64   `json:"scheduled"`
+		DueNow      int64   `json:"due_now"`
+		DueHour     int64   `json:"due_next_hour"`
+		PerSec      float64 `json:"per_s"`
+		Fetched     float64 `json:"fetched"`
+		Unchanged   float64 `json:"unchanged"`
+		NotModified float64 `json:"not_modified"`
+	} `json:"revisits"`
 	// GivenUp is what live processes gave up without a response, over
 	// their lifetimes: hosts (robots.txt unreachable, name not resolving),
 	// URLs handed back over --max-deferrals, URLs lost over --max-attempts.

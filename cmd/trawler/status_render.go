@@ -92,6 +92,8 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 		state = "DONE: every queue is empty and nothing is in flight"
 	case rep.Idle:
 		state = "idle: nothing queued or in flight"
+	case rep.Revisits.Scheduled > 0 && rep.Queued == 0 && rep.Frontier.InFlight == 0:
+		state = "waiting for revisits: nothing queued or in flight, the next come due on their schedule"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "crawl %s at %s: %s\n", rep.Prefix, rep.At.Format(time.DateTime), state)
@@ -116,6 +118,10 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	fmt.Fprintf(&b, "responses %s; failures %s; dead letters %d\n", mix(rep.Statuses), mix(rep.Failures), rep.DeadLetters)
 	if ex := excludedLine(rep.Excluded); ex != "" {
 		fmt.Fprintf(&b, "excluded  %s\n", ex)
+	}
+	if rv := rep.Revisits; rv.Scheduled+rv.DueNow > 0 || rv.Fetched > 0 {
+		fmt.Fprintf(&b, "revisits  %d scheduled, %d due now, %d due within the hour; %.1f/s, %.0f so far, %.0f unchanged (%.0f of them 304)\n",
+			rv.Scheduled, rv.DueNow, rv.DueHour, rv.PerSec, rv.Fetched, rv.Unchanged, rv.NotModified)
 	}
 	if nd := rep.NearDuplicates; nd.Pages > 0 {
 		fmt.Fprintf(&b, "near-dups %.0f pages near-duplicates of earlier ones, %.0f of their links not followed\n", nd.Pages, nd.Links)

@@ -121,6 +121,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	f := &rep.Frontier
 	f.Source, f.Queued, f.InFlight, f.Enqueued, f.Issued = r.src.name(), s.Store.Queued, s.Store.InFlight, s.Store.Enqueued, s.Store.Issued
 	f.DroppedBudget, f.DroppedQueue = s.Store.DroppedBudget(), s.Store.DroppedQueue
+	rep.Revisits.Scheduled, rep.Revisits.DueNow, rep.Revisits.DueHour = s.Store.Scheduled, s.Store.DueNow, s.Store.DueHour
 
 	beats := r.src.beats
 	if r.src.redis != nil { // the heartbeat source read them already otherwise
@@ -181,6 +182,9 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 			rep.Excluded[l] += v
 		}
 	}
+	rep.Revisits.PerSec = rate["trawler_fetcher_revisits_total"]
+	rep.Revisits.Fetched, rep.Revisits.Unchanged = sum["trawler_fetcher_revisits_total"], sum["trawler_fetcher_revisits_unchanged_total"]
+	rep.Revisits.NotModified = sum["trawler_fetcher_revisits_not_modified_total"]
 	rep.NearDuplicates.Pages = sum["trawler_parser_pages_near_duplicate_total"]
 	rep.NearDuplicates.Links = sum["trawler_parser_links_near_duplicate_total"]
 	rep.GivenUp = givenUpReport{Hosts: sum["trawler_fetcher_robots_given_up_hosts_total"],

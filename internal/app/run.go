@@ -330,6 +330,11 @@ func (p *progress) show(s crawlstate.Snapshot, f *fetcher.Service, final bool) {
 	}
 	line := fmt.Sprintf("done %d (%.1f/s, %s/s) | queued %d | in flight %d | errors %d | dead letters %d | %s",
 		fetched, rate, HumanBytes(byteRate), s.Queued(), s.Store.InFlight, errs, s.DeadLetters, time.Since(p.start).Truncate(time.Second))
+	if s.Store.Scheduled > 0 {
+		// A continuous crawl: what waits for its revisit, and when.
+		line += fmt.Sprintf(" | revisits: %d scheduled, %d due now, %d within the hour, %d unchanged so far",
+			s.Store.Scheduled, s.Store.DueNow, s.Store.DueHour, f.Stats.Unchanged.Load())
+	}
 	if u := f.RobotsUnreachable(); u.Retrying > 0 || u.GivenUp > 0 {
 		// Hosts whose robots.txt is unreachable hold their URLs until
 		// they answer or are given up: say how long that may still take.
