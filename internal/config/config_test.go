@@ -182,3 +182,32 @@ func TestNearDuplicateFlags(t *testing.T) {
 		t.Errorf("distance 20: %v, want an error naming the flag", err)
 	}
 }
+
+// --revisit-min/--revisit-max: both or neither, a range, and no per-host
+// budget beside them; each refusal names the flag.
+func TestRevisitFlags(t *testing.T) {
+	c, err := parse(t, []string{"--revisit-min", "1h", "--revisit-max", "720h"})
+	if err != nil || c.Validate() != nil {
+		t.Fatalf("parse: %v, validate: %v", err, c.Validate())
+	}
+	s, err := c.RevisitSchedule()
+	if err != nil || s == nil || s.Min != time.Hour || s.Max != 720*time.Hour || c.HostBudget() != 0 {
+		t.Fatalf("schedule %+v, %v, host budget %d", s, err, c.HostBudget())
+	}
+	if c, _ := parse(t, nil); c.Continuous() || c.HostBudget() != DefaultMaxPagesPerHost {
+		t.Fatalf("default: continuous %v, host budget %d", c.Continuous(), c.HostBudget())
+	}
+	for args, want := range map[string]string{
+		"--revisit-min 1h":                                          "needs both",
+		"--revisit-min 2h --revisit-max 1h":                         "--revisit-max 1h0m0s is below --revisit-min 2h0m0s",
+		"--revisit-min 1h --revisit-max 2h --max-pages-per-host 10": "--max-pages-per-host 10 with --revisit-max",
+	} {
+		c, err := parse(t, strings.Fields(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error with %q", args, err, want)
+		}
+	}
+}
