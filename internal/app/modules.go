@@ -142,7 +142,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 	}
 	return fetcher.New(fetcher.Options{
 		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
-		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps,
+		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
 		HTTP: fetcher.HTTPOptions{

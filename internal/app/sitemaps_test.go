@@ -86,3 +86,29 @@ func TestRunReadsSitemaps(t *testing.T) {
 		}
 	}
 }
+
+// run --sitemaps --sitemap-guess: a robots.txt that names no sitemap gives
+// /sitemap.xml, whose orphan page is crawled; without the guess it is not.
+func TestRunGuessesSitemap(t *testing.T) {
+	site := testsite.New()
+	h := site.AddHost(t, "guess.test", "127.0.0.1")
+	h.Set("/robots.txt", testsite.Page{Type: "text/plain", Body: "User-agent: *\nAllow: /\n"})
+	h.Set("/", testsite.Page{})
+	h.Set("/sitemap.xml", testsite.Page{Type: "application/xml", Body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>` + h.URL("/orphan") + `</loc></url></urlset>`})
+	h.Set("/orphan", testsite.Page{})
+	for _, guess := range []bool{false, true} {
+		cfg := testConfig(t, []string{h.URL("/")})
+		cfg.IgnoreRobots = false
+		cfg.Sitemaps, cfg.SitemapGuess = true, guess
+		before := site.Requests()[h.URL("/orphan")]
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if _, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t)); err != nil {
+			cancel()
+			t.Fatalf("RunAll: %v", err)
+		}
+		cancel()
+		if got := site.Requests()[h.URL("/orphan")] - before; (got == 1) != guess {
+			t.Errorf("--sitemap-guess %v: the orphan was requested %d times", guess, got)
+		}
+	}
+}

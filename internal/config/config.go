@@ -137,6 +137,8 @@ type Config struct {
 	// near-duplicate's links are followed.
 	// --sitemaps: read the sitemaps robots.txt names (fetcher, parser).
 	Sitemaps bool
+	// --sitemap-guess: with --sitemaps, /sitemap.xml when robots.txt names none.
+	SitemapGuess bool
 
 	// Continuous crawling (frontier): --revisit-min and --revisit-max bound
 	// the adaptive revisit interval; both 0 (the default): every URL is

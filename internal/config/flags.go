@@ -102,6 +102,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ParsedRetention, "parsed-retention", "", "how long pages.parsed keeps a document: limits (up to --parsed-max-age and --parsed-max-bytes, for taps that attach later) or interest (until every durable consumer acked it); default interest in run, limits for the services")
 	fs.BoolVar(&c.ParsedText, "parsed-text", false, "put each page's visible text in the parsed documents of pages.parsed (parser; default: metadata and links only; run turns it on with --out or --archive)")
 	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "read the sitemaps robots.txt names on each host's own origin: their URLs are followed like links (scope, allow/deny, trap limits, depth), sitemap indexes one level deep")
+	fs.BoolVar(&c.SitemapGuess, "sitemap-guess", false, "with --sitemaps: read /sitemap.xml of a host whose robots.txt names no sitemap (one request per host; a 404 when it is not there)")
 	fs.DurationVar(&c.RevisitMin, "revisit-min", 0, "continuous crawl: revisit every fetched URL, at least this long after its last visit (with --revisit-max; 0: visit once and end)")
 	fs.DurationVar(&c.RevisitMax, "revisit-max", 0, "continuous crawl: revisit every fetched URL at most this long after its last visit; the interval adapts between the two (Nutch's adaptive schedule)")
 	fs.BoolVar(&c.NearDuplicates, "near-duplicates", false, "fingerprint each HTML page's text (SimHash) and mark a page near_duplicate_of an earlier page of its host in pages.parsed (parser)")

@@ -94,6 +94,9 @@ func (c *Config) Validate() error {
 	if c.MaxRedirects < 0 {
 		errs = append(errs, fmt.Errorf("--max-redirects %d: must not be negative", c.MaxRedirects))
 	}
+	if c.SitemapGuess && !c.Sitemaps {
+		errs = append(errs, errors.New("--sitemap-guess reads sitemaps: add --sitemaps"))
+	}
 	if _, err := c.RevisitSchedule(); err != nil {
 		errs = append(errs, err)
 	}

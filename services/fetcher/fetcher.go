@@ -41,6 +41,9 @@ type Options struct {
 	// Sitemaps: the sitemaps robots.txt names on the host's own origin are
 	// queued (as sitemap URLs, read by the parser) when it is fetched.
 	Sitemaps bool
+	// GuessSitemap: with Sitemaps, a robots.txt that names no sitemap
+	// gives /sitemap.xml of the host's origin (--sitemap-guess).
+	GuessSitemap bool
 	// Politeness, to wait between a robots.txt fetch and the page's: the
 	// same rule as the frontier's (pkg/politeness).
 	Delay         time.Duration

@@ -8,6 +8,7 @@ package fetcher
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,7 +27,23 @@ const maxSitemapsPerRobots = 100
 // another host is left out: the protocol allows it only for hosts that
 // vouch for each other, which a crawler cannot check. A failure is logged:
 // the crawl goes on by its links.
+//
+// A robots.txt that names none gives /sitemap.xml of the task's origin
+// when GuessSitemap is set (where most sites keep it); a guess that is not
+// there costs one request and a page record of its 404.
 func (s *Service) announceSitemaps(ctx context.Context, task messages.FetchTask, urls []string) {
+	source := "robots.txt of " + task.Host
+	if len(urls) == 0 {
+		if !s.o.GuessSitemap {
+			return
+		}
+		u, err := url.Parse(task.URL)
+		if err != nil {
+			return
+		}
+		urls = []string{u.Scheme + "://" + u.Host + "/sitemap.xml"}
+		source = "guessed for " + task.Host + " (robots.txt names no sitemap)"
+	}
 	var links []messages.Link
 	for _, raw := range urls {
 		u, err := urlx.Canonicalize(raw)
@@ -46,7 +63,7 @@ func (s *Service) announceSitemaps(ctx context.Context, task messages.FetchTask,
 	if len(links) == 0 {
 		return
 	}
-	data, err := messages.Encode(&messages.Discovered{Partition: task.Partition, Via: messages.ViaSitemap, Source: "robots.txt of " + task.Host, Links: links})
+	data, err := messages.Encode(&messages.Discovered{Partition: task.Partition, Via: messages.ViaSitemap, Source: source, Links: links})
 	if err != nil {
 		return
 	}

@@ -117,7 +117,7 @@ func (s *Service) visit(ctx context.Context, task messages.FetchTask, done *mess
 		}
 		if v.Fetched {
 			s.Stats.RobotsFetched.Add(1)
-			if s.o.Sitemaps && len(v.Sitemaps) > 0 {
+			if s.o.Sitemaps {
 				s.announceSitemaps(ctx, task, v.Sitemaps)
 			}
 		}
