@@ -25,6 +25,10 @@ import (
 // kept the body encoded (Page.Encoding). The request is rebuilt from the URL
 // and the user agent. A body cut at --max-body gets WARC-Truncated: length; a
 // body not downloaded because of its type gets WARC-Truncated: unspecified.
+//
+// A page found unchanged on a revisit (Changed false) gets a revisit record
+// in place of its response, as Heritrix writes it (request, revisit,
+// metadata): see revisitOf.
 func Records(p messages.Page, body []byte, userAgent string) ([]*warc.Record, error) {
 	u, err := url.Parse(p.URL)
 	if err != nil || u.Host == "" {
@@ -50,10 +54,18 @@ func Records(p messages.Page, body []byte, userAgent string) ([]*warc.Record, er
 		Type: warc.TypeResponse, ID: warc.NewID(), Date: date, TargetURI: p.URL,
 		ContentType: warc.ContentTypeHTTPResponse, Head: responseHead(p, len(body)), Payload: body,
 	}
+	if profile, orig, ok := revisitOf(p, body); ok {
+		// The new head, no payload, the original's payload digest.
+		if resp, err = warc.NewRevisit(profile, p.URL, date, resp.Head, orig); err != nil {
+			return nil, err
+		}
+		resp.ID = warc.NewID()
+	}
 	if p.IP != "" {
 		resp.Fields = append(resp.Fields, warc.Field{Name: "WARC-IP-Address", Value: p.IP})
 	}
 	switch {
+	case resp.Type == warc.TypeRevisit: // no payload of its own to be cut
 	case p.Truncated:
 		resp.Fields = append(resp.Fields, warc.Field{Name: "WARC-Truncated", Value: "length"})
 	case p.Skipped != "":
@@ -69,6 +81,30 @@ func Records(p messages.Page, body []byte, userAgent string) ([]*warc.Record, er
 		return nil, err
 	}
 	return []*warc.Record{req, resp, meta}, nil
+}
+
+// revisitOf says whether p is archived as a revisit record, with which
+// profile and referring to what: a page found unchanged on a revisit
+// (Changed false) whose record names the content it found again
+// (Revisit.Digest) and when that content was first fetched (Revisit.Since,
+// the date of the response record that holds it). The profile is
+// server-not-modified for a 304 (no body), identical-payload-digest when the
+// body hashes to Revisit.Digest. Otherwise, and for a first visit or a
+// changed page, the page gets a response record: its body is then the
+// only copy the archive can be sure of.
+func revisitOf(p messages.Page, body []byte) (profile string, orig warc.Original, ok bool) {
+	r := p.Revisit
+	if p.Changed == nil || *p.Changed || r == nil || r.Digest == "" || r.Since.IsZero() || p.Skipped != "" {
+		return "", orig, false
+	}
+	orig = warc.Original{URI: p.URL, Date: r.Since, PayloadDigest: r.Digest}
+	switch {
+	case p.Status == http.StatusNotModified && len(body) == 0:
+		return warc.ProfileServerNotModified, orig, true
+	case p.Status != http.StatusNotModified && warc.Digest(body) == r.Digest:
+		return warc.ProfileIdenticalPayload, orig, true
+	}
+	return "", orig, false
 }
 
 // metadataFields are what the crawl knows about a fetch beyond HTTP.

@@ -20,6 +20,7 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		TaskID: page.TaskID, URL: page.URL, Status: page.Status,
 		ContentType: page.ContentType, Depth: page.Depth, FetchedAt: page.FetchedAt, Error: page.Error,
 		Outlinks: []string{},
+		Changed:  page.Changed, // a revisit's: false for a 304 or the same payload
 	}
 	depth, hops := page.Depth+1, 0
 	var links []Link

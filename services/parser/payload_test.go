@@ -190,10 +190,12 @@ func TestParsedDocumentRefusedIsRecordedBare(t *testing.T) {
 		t.Fatal(err)
 	}
 	startParser(t, js, names)
-	publishPage(t, js, names, messages.Page{TaskID: "t", URL: "http://a.test/"}, []byte("<title>T</title><p>"+strings.Repeat("text ", 2000)+`</p><a href="/x">x</a>`))
+	unchanged := false // a revisit's changed survives the cut
+	publishPage(t, js, names, messages.Page{TaskID: "t", URL: "http://a.test/", Changed: &unchanged}, []byte("<title>T</title><p>"+strings.Repeat("text ", 2000)+`</p><a href="/x">x</a>`))
 	docs, _ := parsedDocs(t, js, names, 1)
 	parserSettled(t, js, names)
-	if d := docs["t"]; !d.Truncated || d.Text != "" || len(d.Outlinks) != 0 || d.Title != "T" || !strings.Contains(d.Error, "refused for its size") {
+	if d := docs["t"]; !d.Truncated || d.Text != "" || len(d.Outlinks) != 0 || d.Title != "T" || !strings.Contains(d.Error, "refused for its size") ||
+		d.Changed == nil || *d.Changed {
 		t.Errorf("document %+v", d)
 	}
 }
