@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/warc"
 )
 
 // revisitSite serves pages that a continuous crawl revisits: /etag answers
@@ -106,6 +108,7 @@ func TestRunRevisits(t *testing.T) {
 	cfg := testConfig(t, []string{site.base + "/"})
 	cfg.RevisitMin, cfg.RevisitMax = 200*time.Millisecond, 600*time.Millisecond
 	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
+	cfg.Archive = t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -137,6 +140,45 @@ func TestRunRevisits(t *testing.T) {
 	}
 	if lastmod[1].ifModifiedSince != revisitLastMod || lastmod[1].status != 304 {
 		t.Errorf("/lastmod: %+v; want If-Modified-Since and 304s", lastmod)
+	}
+
+	// The archive: unchanged pages are revisit records of the right
+	// profile, referring to the URL.
+	profiles := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(cfg.Archive, "*"))
+	for _, f := range files {
+		if !strings.Contains(f, ".warc") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := warc.ReadAll(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, r := range recs {
+			if r.Get("WARC-Type") != "revisit" {
+				continue
+			}
+			path := strings.TrimPrefix(r.Get("WARC-Target-URI"), site.base)
+			if r.Get("WARC-Refers-To-Target-URI") != r.Get("WARC-Target-URI") {
+				t.Errorf("revisit record of %s refers to %q", path, r.Get("WARC-Refers-To-Target-URI"))
+			}
+			profiles[path+" "+r.Get("WARC-Profile")[strings.LastIndex(r.Get("WARC-Profile"), "/")+1:]]++
+		}
+	}
+	t.Logf("revisit records by page and profile: %v", profiles)
+	for _, want := range []string{"/etag server-not-modified", "/lastmod server-not-modified", "/same identical-payload-digest"} {
+		if profiles[want] == 0 {
+			t.Errorf("no revisit record %q in the archive: %v", want, profiles)
+		}
+	}
+	for k := range profiles {
+		if strings.HasPrefix(k, "/moving") {
+			t.Errorf("a changing page got a revisit record: %v", profiles)
+		}
 	}
 
 	docs := map[string][]messages.Parsed{}
