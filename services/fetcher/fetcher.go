@@ -77,6 +77,9 @@ type Stats struct {
 	// Unchanged those that found the page unchanged (a 304 or the same
 	// digest), NotModified the part answered 304.
 	Revisits, Unchanged, NotModified atomic.Int64
+	// Republished counts results published again on a task's redelivery
+	// after their first publish failed (unsent.go), not fetched again.
+	Republished atomic.Int64
 }
 
 // Service is one fetcher replica.
@@ -93,7 +96,8 @@ type Service struct {
 	statuses, errKinds *prometheus.CounterVec // nil without a registerer
 	perHost            *hostStats
 	claims             *claims
-	refusals           hostSet // hosts whose refusal was logged
+	unsent             unsentResults // results whose publish failed, for their redelivery
+	refusals           hostSet       // hosts whose refusal was logged
 	dlq                bus.DeadLetters
 	// keepAliveEvery is how often a task in hand is reported in progress:
 	// a third of the fetch consumer's ack wait, at most 15 s.
@@ -121,6 +125,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "revisits_total", Help: "Fetches of URLs visited before (a continuous crawl: --revisit-min/--revisit-max).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "revisits_unchanged_total", Help: "Revisits that found the page unchanged: a 304 Not Modified or a body with the last visit's digest.", Value: &s.Stats.Unchanged},
 			bus.Counter{Name: "revisits_not_modified_total", Help: "Revisits answered 304 Not Modified (part of revisits_unchanged_total).", Value: &s.Stats.NotModified},
+			bus.Counter{Name: "results_republished_total", Help: "Fetch results published again on their task's redelivery after the first publish failed, instead of fetching the URL again.", Value: &s.Stats.Republished},
 			bus.Counter{Name: "tasks_redelivered_total", Help: "Deliveries of a task this replica was already working on or had finished: skipped, not fetched again.", Value: &s.Stats.Redelivered},
 			bus.Counter{Name: "ip_deferred_total", Help: "Tasks put back because their server's IP address was at its per-IP limit.", Value: &s.Stats.IPDeferred},
 		)

@@ -39,6 +39,19 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	acked := false
 	defer func() { s.claims.finish(task.ID, acked) }()
+	if out, ids, ok := s.unsent.take(task.ID); ok {
+		// Fetched before, its publish failed: publish that result again.
+		s.Stats.Republished.Add(1)
+		if err := bus.PublishAll(ctx, s.o.JS, out, ids); err != nil {
+			s.unsent.keep(task.ID, out, ids)
+			s.o.Log.Warn("publishing fetch result failed again; task will be redelivered", "url", task.URL, "err", err)
+			_ = m.NakWithDelay(5 * time.Second)
+			return
+		}
+		_ = m.Ack()
+		acked = true
+		return
+	}
 	done := messages.FetchDone{TaskID: task.ID, Partition: task.Partition, Host: task.Host, URL: task.URL}
 	var out []*nats.Msg
 	var ids []string
@@ -96,9 +109,11 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		err = bus.PublishAll(ctx, s.o.JS, out[len(out)-1:], ids[len(ids)-1:])
 	}
 	if err != nil {
-		// Let JetStream redeliver the task; the message IDs keep a retry from
-		// publishing the page twice within the duplicate window.
-		s.o.Log.Warn("publishing fetch result failed; task will be redelivered", "url", task.URL, "err", err)
+		// Let JetStream redeliver the task, and keep the result for it
+		// (unsent.go): the redelivery publishes it, under the same
+		// message IDs, instead of fetching again.
+		s.unsent.keep(task.ID, out, ids)
+		s.o.Log.Warn("publishing fetch result failed; task will be redelivered and its result published again", "url", task.URL, "err", err)
 		_ = m.NakWithDelay(5 * time.Second)
 		return
 	}

@@ -1,0 +1,65 @@
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// A result whose publish failed (here: the pages stream is gone for a
+// while, as when its leader moves) is published again on the task's
+// redelivery, not fetched again: the host sees one request.
+func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>once</body></html>")
+	}))
+	defer srv.Close()
+	js, names := testbus.Start(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pages, err := js.Stream(ctx, names.StreamPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pages.CachedInfo().Config
+	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(Options{JS: js, Names: names, Workers: 2, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
+		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go svc.Run(ctx)
+	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
+	data, _ := json.Marshal(task)
+	testbus.Publish(t, js, names.Fetch(0), data)
+	testutil.Eventually(t, 30*time.Second, "the failed publish's result to be kept", func() bool {
+		svc.unsent.mu.Lock()
+		defer svc.unsent.mu.Unlock()
+		return len(svc.unsent.byID) == 1
+	})
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the redelivery to publish the kept result", func() bool { return svc.Stats.Republished.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the page in its stream", func() bool {
+		info, err := js.Stream(ctx, names.StreamPages())
+		// LastSeq, not Msgs: the stream keeps a page only while a
+		// consumer wants it, and the recreated one has none.
+		return err == nil && info.CachedInfo().State.LastSeq == 1
+	})
+	if n := hits.Load(); n != 1 {
+		t.Errorf("URL fetched %d times, want 1", n)
+	}
+}
