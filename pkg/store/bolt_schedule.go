@@ -1,15 +1,14 @@
 package store
 
 // The revisit schedule in the embedded store: sched (8-byte unix ns due,
-// then the URL -> JSON Queued), ordered by due time so the entries due are
-// a cursor's prefix, and schedURL (URL -> the 8-byte due of its entry), so
+// then the URL -> the entry's value), ordered by due time so the entries due are
+// a cursor's prefix; the value is schedule.go's), and schedURL (URL -> the 8-byte due of its entry), so
 // that a URL is scheduled once and its entry found to replace or remove.
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -30,19 +29,9 @@ func schedKey(due time.Time, url string) []byte {
 
 // scheduleTx puts s in the schedule, replacing the URL's earlier entry.
 func scheduleTx(part *bolt.Bucket, s Scheduled) (added bool, err error) {
-	url := s.Queued.Link.URL
-	if url == "" {
-		return false, fmt.Errorf("store: revisit of %s without a URL", s.Queued.Host)
-	}
-	if err := validHost(s.Queued.Host); err != nil {
-		return false, err
-	}
-	if s.Queued.Attempt < 1 {
-		s.Queued.Attempt = 1
-	}
-	data, err := json.Marshal(s.Queued)
+	url, data, err := encodeSched(s)
 	if err != nil {
-		return false, fmt.Errorf("store: encode revisit of %s: %w", url, err)
+		return false, err
 	}
 	sched, byURL := part.Bucket(bucketSched), part.Bucket(bucketSchedURL)
 	if old := byURL.Get([]byte(url)); len(old) == 8 {
@@ -89,11 +78,11 @@ func (b *Bolt) Due(ctx context.Context, p int, now time.Time, limit int) ([]Sche
 			if len(k) < 8 || binary.BigEndian.Uint64(k) > upTo {
 				break
 			}
-			var q Queued
-			if err := json.Unmarshal(v, &q); err != nil {
-				return fmt.Errorf("store: corrupt revisit entry %q in partition %d: %w", k[8:], p, err)
+			e, err := decodeSched(string(k[8:]), v, time.Unix(0, int64(binary.BigEndian.Uint64(k))))
+			if err != nil {
+				return fmt.Errorf("%w (partition %d)", err, p)
 			}
-			out = append(out, Scheduled{Due: time.Unix(0, int64(binary.BigEndian.Uint64(k))), Queued: q})
+			out = append(out, e)
 		}
 		return nil
 	})

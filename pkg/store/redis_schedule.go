@@ -1,8 +1,9 @@
 package store
 
 // The revisit schedule on Redis: a sorted set <base>:sched (member the URL,
-// score the due time in unix ms) and a hash <base>:sched-data (URL -> JSON
-// Queued). Keyed by URL, so scheduling a URL again replaces its entry.
+// score the due time in unix ms) and a hash <base>:sched-data (URL -> the
+// entry's value, schedule.go). Keyed by URL, so scheduling a URL again
+// replaces its entry.
 //
 // A step writes the schedule beside its script, not in it: the done
 // reports' entries before the script (idempotent: the same URL, replaced),
@@ -13,7 +14,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -38,19 +38,9 @@ func (r *Redis) scheduleDone(ctx context.Context, p int, done []Done) error {
 	zs := make([]redis.Z, len(entries))
 	data := make([]any, 0, 2*len(entries))
 	for i, s := range entries {
-		if err := validHost(s.Queued.Host); err != nil {
-			return err
-		}
-		if s.Queued.Attempt < 1 {
-			s.Queued.Attempt = 1
-		}
-		url := s.Queued.Link.URL
-		if url == "" {
-			return fmt.Errorf("store: revisit of %s without a URL", s.Queued.Host)
-		}
-		enc, err := json.Marshal(s.Queued)
+		url, enc, err := encodeSched(s)
 		if err != nil {
-			return fmt.Errorf("store: encode revisit of %s: %w", url, err)
+			return err
 		}
 		zs[i] = redis.Z{Score: float64(s.Due.UnixMilli()), Member: url}
 		data = append(data, url, enc)
@@ -148,11 +138,11 @@ func (r *Redis) Due(ctx context.Context, p int, now time.Time, limit int) ([]Sch
 		if !ok {
 			return nil, fmt.Errorf("store: revisit %s of %s has no entry in %s", urls[i], r.base(p), r.schedDataKey(p))
 		}
-		var q Queued
-		if err := json.Unmarshal([]byte(s), &q); err != nil {
-			return nil, fmt.Errorf("store: corrupt revisit entry %s in %s: %w", urls[i], r.schedDataKey(p), err)
+		e, err := decodeSched(urls[i], []byte(s), time.UnixMilli(int64(zs[i].Score)))
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, r.schedDataKey(p))
 		}
-		out = append(out, Scheduled{Due: time.UnixMilli(int64(zs[i].Score)), Queued: q})
+		out = append(out, e)
 	}
 	return out, nil
 }
