@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trawlerhq/trawler/pkg/messages"
 )
@@ -45,5 +46,24 @@ func TestParseSitemaps(t *testing.T) {
 	}
 	if n := s.Stats.SitemapErrors.Load(); n != 1 {
 		t.Errorf("sitemap_errors_total %d, want 1", n)
+	}
+}
+
+// A sitemap's lastmod and changefreq travel with its URLs as revisit hints
+// (they seed a continuous crawl's first interval); an entry without them
+// has none.
+func TestSitemapHints(t *testing.T) {
+	s := newTestService(t)
+	_, follow := parseSitemap(t, s, 0, `<urlset><url><loc>http://a.test/x</loc><lastmod>2026-11-01T10:00:00+02:00</lastmod><changefreq>Daily</changefreq></url>
+		<url><loc>http://a.test/y</loc></url></urlset>`)
+	if len(follow) != 2 {
+		t.Fatalf("follow %+v", follow)
+	}
+	h := follow[0].Revisit
+	if h == nil || h.ChangeFreq != "daily" || !h.Lastmod.Equal(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)) || h.Visits != 0 {
+		t.Errorf("hints of %s: %+v", follow[0].URL, h)
+	}
+	if follow[1].Revisit != nil {
+		t.Errorf("an entry without hints got %+v", follow[1].Revisit)
 	}
 }
