@@ -181,6 +181,25 @@ func TestRunRevisits(t *testing.T) {
 		}
 	}
 
+	// The same data dir without the revisit flags and without seeds ends
+	// (it does not wait for the schedule) and says what the schedule is.
+	again := cfg
+	again.Seeds, again.RevisitMin, again.RevisitMax = nil, 0, 0
+	again.Out, again.Archive = "", ""
+	actx, acancel := context.WithTimeout(context.Background(), time.Minute)
+	defer acancel()
+	_, err = app.RunAll(actx, again, app.RunOptions{}, testLogger(t))
+	t.Logf("the same data dir, no revisit flags: %v", err)
+	var fin *app.FinishedError
+	switch {
+	case errors.As(err, &fin):
+		if fin.Scheduled == 0 || !strings.Contains(err.Error(), "--revisit-min") {
+			t.Errorf("a run without the revisit flags: %v (scheduled %d); want the schedule named", err, fin.Scheduled)
+		}
+	case err != nil:
+		t.Errorf("a run without the revisit flags on a continuous crawl's data dir: %v", err)
+	}
+
 	docs := map[string][]messages.Parsed{}
 	data, err := os.ReadFile(cfg.Out)
 	if err != nil {

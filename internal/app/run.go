@@ -30,9 +30,16 @@ var ErrNoSeeds = errors.New("no seed URL: give one as an argument, with --seed o
 type FinishedError struct {
 	DataDir       string
 	Pages, Queued uint64
+	// Scheduled are URLs a continuous crawl scheduled for revisits, which
+	// a run without --revisit-min/--revisit-max leaves waiting.
+	Scheduled int64
 }
 
 func (e *FinishedError) Error() string {
+	if e.Scheduled > 0 && e.Queued == 0 {
+		return fmt.Sprintf("the crawl in %s is a continuous one (%d pages over its life, %d URLs scheduled for revisits): run it with --revisit-min and --revisit-max to go on revisiting, add --seed URLs to extend it, or use a new --data-dir to start over",
+			e.DataDir, e.Pages, e.Scheduled)
+	}
 	if e.Queued > 0 {
 		return fmt.Sprintf("the crawl in %s spent its --max-pages budget (%d pages over its life, %d URLs left queued): raise --max-pages to go on, add --seed URLs, or use a new --data-dir to start over",
 			e.DataDir, e.Pages, e.Queued)
@@ -98,6 +105,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	} else if err := nothingToResume(ctx, d, cfg); err != nil {
 		return Summary{}, err
 	}
+	warnSchedule(ctx, d, cfg, log)
 
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -182,7 +190,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 
 	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
-	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages}
+	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages, IgnoreSchedule: !cfg.Continuous()}
 	prog := newProgress(o.Progress, start)
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	defer cancelWait()
@@ -247,7 +255,7 @@ func wrapSinkErr(flag string, err error) error {
 // work: a new one (ErrNoSeeds) or a finished crawl (*FinishedError) does not.
 func nothingToResume(ctx context.Context, d *Deps, cfg config.Config) error {
 	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
-	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages}
+	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages, IgnoreSchedule: !cfg.Continuous()}
 	s, err := w.Snapshot(ctx)
 	if err != nil {
 		return nil // let the crawl's own wait report trouble
@@ -258,7 +266,19 @@ func nothingToResume(ctx context.Context, d *Deps, cfg config.Config) error {
 	case s.Store.Enqueued == 0 && s.Pages.LastSeq == 0:
 		return ErrNoSeeds
 	}
-	return &FinishedError{DataDir: cfg.DataDir, Pages: s.Pages.LastSeq, Queued: s.Queued()}
+	return &FinishedError{DataDir: cfg.DataDir, Pages: s.Pages.LastSeq, Queued: s.Queued(), Scheduled: s.Store.Scheduled}
+}
+
+// warnSchedule says, for a run that does not revisit, that the data dir
+// holds a continuous crawl's schedule, which this run leaves waiting.
+func warnSchedule(ctx context.Context, d *Deps, cfg config.Config, log *slog.Logger) {
+	if cfg.Continuous() {
+		return
+	}
+	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
+	if st, err := d.Store.Stats(ctx, parts); err == nil && st.Scheduled > 0 {
+		log.Warn(fmt.Sprintf("%s holds %d URLs scheduled for revisits by a continuous crawl; this run leaves them waiting: add --revisit-min and --revisit-max to revisit them", cfg.DataDir, st.Scheduled))
+	}
 }
 
 // startHeartbeat announces the process to `trawler status`, with the

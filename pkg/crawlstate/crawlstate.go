@@ -40,6 +40,9 @@ type Snapshot struct {
 	DeadLetters   uint64
 	Store         store.Stats
 	MaxPages      int
+	// IgnoreSchedule: revisits scheduled do not keep the crawl going (a
+	// run that does not revisit, on a data dir a continuous crawl left).
+	IgnoreSchedule bool
 }
 
 // Watcher reads snapshots.
@@ -49,11 +52,13 @@ type Watcher struct {
 	Store      store.Frontier
 	Partitions []int // all partitions of the crawl
 	MaxPages   int
+	// IgnoreSchedule: see Snapshot.IgnoreSchedule.
+	IgnoreSchedule bool
 }
 
 // Snapshot reads the streams first, then the store.
 func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
-	s := Snapshot{At: time.Now(), MaxPages: w.MaxPages}
+	s := Snapshot{At: time.Now(), MaxPages: w.MaxPages, IgnoreSchedule: w.IgnoreSchedule}
 	for _, st := range []struct {
 		name string
 		into *StreamState
@@ -106,7 +111,7 @@ func (s Snapshot) BudgetSpent() bool {
 func (s Snapshot) Idle() bool {
 	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Fetch.Msgs == 0 &&
 		s.ParserBacklog == 0 && s.Store.InFlight == 0 &&
-		((s.Store.Queued == 0 && s.Store.Scheduled == 0) || s.BudgetSpent())
+		((s.Store.Queued == 0 && (s.Store.Scheduled == 0 || s.IgnoreSchedule)) || s.BudgetSpent())
 }
 
 // Still reports whether no work moved between s and later.
