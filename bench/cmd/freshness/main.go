@@ -18,8 +18,8 @@
 //     than the cap (I/8 on every page is 8 times the bandwidth), so the cap
 //     binds in both runs and they spend the same bandwidth; with a minimum
 //     near I the adaptive run leaves bandwidth unused (fewer pages/s, an
-//     unequal comparison), and a simulation of the rule with a per-host cap
-//     scored I/8 to I/4 about alike;
+//     unequal comparison), and a throwaway simulation of the rule with a
+//     per-host cap scored I/8 to I/4 about alike;
 //   - 8I reaches the slow pages: one change per 10 min against I = 50 s by
 //     default is 12 I, past which a longer interval gains little.
 //

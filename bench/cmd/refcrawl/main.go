@@ -12,7 +12,8 @@
 // soonest (a page just discovered is due at once). A page's first interval
 // is revisit.Schedule.Initial (its Last-Modified as the hint), then
 // Schedule.Next after every visit: unchanged when answered 304 or when the
-// body's SHA-1 is the previous one's. Requests carry If-None-Match and
+// body's SHA-1 is the previous one's (--last-modified=false keeps
+// Last-Modified from the rule). Requests carry If-None-Match and
 // If-Modified-Since from the previous response. Links are the href
 // attributes of a page, kept when on the page's own host. It runs until
 // SIGINT or SIGTERM.
@@ -57,6 +58,7 @@ func run(args []string, stderr io.Writer) int {
 	rmin := fs.Duration("revisit-min", 0, "shortest revisit interval")
 	rmax := fs.Duration("revisit-max", 0, "longest revisit interval")
 	conditional := fs.Bool("conditional", true, "send If-None-Match and If-Modified-Since")
+	lastModified := fs.Bool("last-modified", true, "let Last-Modified seed the first interval and sync the next ones (revisit's SyncDelta); false: the rule sees only whether the page changed")
 	// Flags of `trawler run` the benchmark passes, without effect here.
 	fs.String("data-dir", "", "ignored")
 	fs.Bool("progress", false, "ignored")
@@ -91,7 +93,7 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "refcrawl: seed %q: not an absolute URL\n", l)
 			return 2
 		}
-		h := &host{client: client, s: s, delay: *delay, conditional: *conditional, log: stderr, known: map[string]*page{}}
+		h := &host{client: client, s: s, delay: *delay, conditional: *conditional, lastModified: *lastModified, log: stderr, known: map[string]*page{}}
 		h.add(u, time.Now())
 		wg.Go(func() { h.crawl(ctx) })
 	}
@@ -112,13 +114,14 @@ type page struct {
 
 // host crawls the pages of one host.
 type host struct {
-	client      *http.Client
-	s           revisit.Schedule
-	delay       time.Duration
-	conditional bool
-	log         io.Writer
-	known       map[string]*page
-	queue       dueQueue
+	client       *http.Client
+	s            revisit.Schedule
+	delay        time.Duration
+	conditional  bool
+	lastModified bool
+	log          io.Writer
+	known        map[string]*page
+	queue        dueQueue
 }
 
 func (h *host) add(u *url.URL, due time.Time) {
@@ -197,7 +200,7 @@ func (h *host) visit(ctx context.Context, p *page) {
 		}
 	}
 	var mod time.Time
-	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil && h.lastModified {
 		mod = t
 	}
 	if !p.visited {
