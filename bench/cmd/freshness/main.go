@@ -316,7 +316,10 @@ func stopProc(cmd *exec.Cmd, done chan error, wait time.Duration) string {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
-		if err != nil {
+		// 130 is how trawler run ends when a signal stopped it (it
+		// finished the work in hand and printed its summary).
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 130) {
 			return fmt.Sprintf("exit after SIGTERM: %v", err)
 		}
 		return ""
