@@ -3,6 +3,8 @@ package freshweb
 import (
 	"math"
 	"time"
+
+	"github.com/trawlerhq/trawler/pkg/revisit"
 )
 
 // What the measures should be, from Cho and Garcia-Molina ("Synchronizing
@@ -74,58 +76,6 @@ func Predict(rates []float64, bandwidth float64) Theory {
 	t.UniformFreshness = f / n
 	t.UniformAge = seconds(a / n)
 	static := n - float64(len(changing))
-	t.OptimalFreshness = (static + float64(len(changing))*optimalFreshness(changing, bandwidth/float64(max(len(changing), 1)))) / n
+	t.OptimalFreshness = (static + float64(len(changing))*revisit.OptimalFreshness(changing, bandwidth/float64(max(len(changing), 1)))) / n
 	return t
-}
-
-// optimalRate is the visit rate that maximizes a page's freshness minus
-// mu times its visits: ∂F/∂f = μ, that is 1 - e^(-x)(1 + x) = λμ with
-// x = λ/f; a page with λμ ≥ 1 changes too fast to be worth a visit.
-func optimalRate(lambda, mu float64) float64 {
-	t := lambda * mu
-	if t >= 1 {
-		return 0
-	}
-	lo, hi := 1e-12, 80.0
-	for range 80 {
-		x := (lo + hi) / 2
-		if 1-math.Exp(-x)*(1+x) < t {
-			lo = x
-		} else {
-			hi = x
-		}
-	}
-	return lambda / lo
-}
-
-// optimalFreshness is the best mean freshness of pages changing at rates
-// (all > 0) for a mean of budget visits per page per second.
-func optimalFreshness(rates []float64, budget float64) float64 {
-	if len(rates) == 0 || budget <= 0 {
-		return 0
-	}
-	// Visits fall as μ grows: bisect μ on a log scale for the budget.
-	lo, hi := 1e-12, 1e12
-	for range 200 {
-		mu := math.Sqrt(lo * hi)
-		var total float64
-		for _, l := range rates {
-			total += optimalRate(l, mu)
-		}
-		if total/float64(len(rates)) > budget {
-			lo = mu
-		} else {
-			hi = mu
-		}
-		if hi/lo < 1+1e-12 {
-			break
-		}
-	}
-	var sum float64
-	for _, l := range rates {
-		if f := optimalRate(l, hi); f > 0 {
-			sum += Freshness(l, seconds(1/f))
-		}
-	}
-	return sum / float64(len(rates))
 }
