@@ -245,15 +245,15 @@ func readRecords(t *testing.T, path string) map[string]map[string]any {
 func num(v any) float64 { f, _ := v.(float64); return f }
 func str(v any) string  { s, _ := v.(string); return s }
 
-// readWARCMetadata returns the metadata record of each URL of an archive:
-// error kind, truncation and body size, which --out does not carry.
-func readWARCMetadata(t *testing.T, dir string) map[string]warc.Parsed {
+// readWARC returns the records of every file of dir matching pattern (a
+// filepath.Glob pattern), in file order; it fails the test when none does.
+func readWARC(t *testing.T, dir, pattern string) []warc.Parsed {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*"+warc.Suffix))
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no WARC files in %s (%v)", dir, err)
+		t.Fatalf("no WARC files %s in %s (%v)", pattern, dir, err)
 	}
-	out := map[string]warc.Parsed{}
+	var out []warc.Parsed
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -263,19 +263,28 @@ func readWARCMetadata(t *testing.T, dir string) map[string]warc.Parsed {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		for _, r := range recs {
-			if r.Get("WARC-Type") != "metadata" {
-				continue
-			}
-			// The block is "name: value" lines; expose them as fields.
-			p := warc.Parsed{}
-			for _, line := range strings.Split(string(r.Block), "\r\n") {
-				if name, value, ok := strings.Cut(line, ": "); ok {
-					p.Fields = append(p.Fields, warc.Field{Name: name, Value: value})
-				}
-			}
-			out[r.Get("WARC-Target-URI")] = p
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// readWARCMetadata returns the metadata record of each URL of an archive:
+// error kind, truncation and body size, which --out does not carry.
+func readWARCMetadata(t *testing.T, dir string) map[string]warc.Parsed {
+	t.Helper()
+	out := map[string]warc.Parsed{}
+	for _, r := range readWARC(t, dir, "*"+warc.Suffix) {
+		if r.Get("WARC-Type") != "metadata" {
+			continue
 		}
+		// The block is "name: value" lines; expose them as fields.
+		p := warc.Parsed{}
+		for _, line := range strings.Split(string(r.Block), "\r\n") {
+			if name, value, ok := strings.Cut(line, ": "); ok {
+				p.Fields = append(p.Fields, warc.Field{Name: name, Value: value})
+			}
+		}
+		out[r.Get("WARC-Target-URI")] = p
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package fetcher
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
-	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
 func TestClaims(t *testing.T) {
@@ -58,16 +59,12 @@ func TestTaskDeliveredTwiceIsFetchedOnce(t *testing.T) {
 	defer srv.Close()
 	defer release()
 	js, names := testbus.Start(t, 1)
-	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
-		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go svc.Run(ctx)
-	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
-	data, _ := json.Marshal(task)
-	testbus.Publish(t, js, names.Fetch(0), data)
+	svc := runFetcher(ctx, js, names, 4, 5*time.Second)
+	publishTask(t, js, names, "t1", srv.URL+"/")
 	testutil.Eventually(t, 5*time.Second, "the fetch to start", func() bool { return hits.Load() > 0 })
-	testbus.Publish(t, js, names.Fetch(0), data) // the same task again, while it runs
+	publishTask(t, js, names, "t1", srv.URL+"/") // the same task again, while it runs
 	testutil.Eventually(t, 5*time.Second, "the second delivery", func() bool { return svc.Stats.Redelivered.Load() > 0 })
 	release()
 	testutil.Eventually(t, 5*time.Second, "the fetch to end", func() bool { return svc.Stats.Fetched.Load() > 0 })
@@ -103,12 +100,8 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 	if _, err := js.UpdateConsumer(ctx, names.StreamFetch(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	svc := New(Options{JS: js, Names: names, Workers: 4, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
-		HTTP: HTTPOptions{Timeout: 10 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	go svc.Run(ctx)
-	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
-	data, _ := json.Marshal(task)
-	testbus.Publish(t, js, names.Fetch(0), data)
+	svc := runFetcher(ctx, js, names, 4, 10*time.Second)
+	publishTask(t, js, names, "t1", srv.URL+"/")
 	testutil.Eventually(t, 15*time.Second, "the page to be fetched", func() bool { return svc.Stats.Fetched.Load() > 0 })
 	info, err := cons.Info(ctx)
 	if err != nil {
@@ -118,4 +111,14 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 		t.Errorf("a 2.5 s fetch under a 1 s ack wait: %d requests, %d redeliveries seen by the fetcher, %d by the consumer; want 1, 0, 0",
 			hits.Load(), svc.Stats.Redelivered.Load(), info.NumRedelivered)
 	}
+}
+
+// runFetcher runs a fetcher on js (set up by the test) that ignores
+// robots.txt and may fetch loopback servers, until ctx ends; startFetcher
+// makes its own bus.
+func runFetcher(ctx context.Context, js jetstream.JetStream, names subjects.Names, workers int, timeout time.Duration) *Service {
+	svc := New(Options{JS: js, Names: names, Workers: workers, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
+		HTTP: HTTPOptions{Timeout: timeout, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go svc.Run(ctx)
+	return svc
 }

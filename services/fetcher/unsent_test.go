@@ -2,9 +2,7 @@ package fetcher
 
 import (
 	"context"
-	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
-	"github.com/trawlerhq/trawler/pkg/messages"
 )
 
 // A result whose publish failed (here: the pages stream is gone for a
@@ -38,12 +35,8 @@ func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
 	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
 		t.Fatal(err)
 	}
-	svc := New(Options{JS: js, Names: names, Workers: 2, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
-		HTTP: HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	go svc.Run(ctx)
-	task := messages.FetchTask{V: 1, ID: "t1", Partition: 0, Host: "h", URL: srv.URL + "/", Attempt: 1, Deadline: time.Now().Add(time.Minute)}
-	data, _ := json.Marshal(task)
-	testbus.Publish(t, js, names.Fetch(0), data)
+	svc := runFetcher(ctx, js, names, 2, 5*time.Second)
+	publishTask(t, js, names, "t1", srv.URL+"/")
 	testutil.Eventually(t, 30*time.Second, "the failed publish's result to be kept", func() bool {
 		svc.unsent.mu.Lock()
 		defer svc.unsent.mu.Unlock()

@@ -45,6 +45,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -129,7 +130,7 @@ func (o *options) check() error {
 		return errors.New("-modes: none given")
 	}
 	for _, m := range o.modes {
-		if !contains(allModes, m) {
+		if !slices.Contains(allModes, m) {
 			return fmt.Errorf("-modes: unknown %q (modes: %s)", m, strings.Join(allModes, ", "))
 		}
 	}
@@ -372,13 +373,4 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
