@@ -145,6 +145,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay,
+		Backlog: cfg.FetchBacklog, BacklogReaders: backlogReaders(cfg, d),
 		HTTP: fetcher.HTTPOptions{
 			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
 			AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
@@ -152,6 +153,19 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 		},
 		Log: log, Registerer: d.Registry,
 	}), nil
+}
+
+// backlogReaders are the consumers of pages.fetched whose backlog holds the
+// fetchers back: the parser's, and the WARC writer's of run --archive (the
+// same process: its backlog is this process's memory). A `trawler archive`
+// of the services is left out: one taken out of a deployment leaves its
+// durable consumer behind, which would stop the crawl.
+func backlogReaders(cfg config.Config, d *Deps) []string {
+	readers := []string{d.Names.ConsumerParser()}
+	if cfg.Archive != "" {
+		readers = append(readers, archive.ConsumerWARC)
+	}
+	return readers
 }
 
 // newParser wires the parser service from the crawl's settings.

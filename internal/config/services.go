@@ -64,6 +64,12 @@ func (cfg *Config) ParserOptions(o *parser.Options) error {
 // DefaultMaxPagesPerHost is --max-pages-per-host's default.
 const DefaultMaxPagesPerHost = 100000
 
+// DefaultFetchBacklog is --fetch-backlog's default: about two seconds of a
+// parser's work on two cores, ~20 MB of pages, so that the parser never
+// waits for a fetch and the stream's blocks are still in its write cache
+// when they are read.
+const DefaultFetchBacklog = 1000
+
 // Continuous tells whether the crawl revisits what it fetched.
 func (cfg *Config) Continuous() bool { return cfg.RevisitMin != 0 || cfg.RevisitMax != 0 }
 

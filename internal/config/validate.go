@@ -112,6 +112,9 @@ func (c *Config) Validate() error {
 	if c.FetchWorkers < 1 || c.ParseWorkers < 1 {
 		errs = append(errs, errors.New("--fetch-workers and --parse-workers must be at least 1"))
 	}
+	if c.FetchBacklog < 0 {
+		errs = append(errs, fmt.Errorf("--fetch-backlog %d: must be 0 (no limit) or more", c.FetchBacklog))
+	}
 	if c.MaxAttempts < 1 || c.MaxDeliver < 1 {
 		errs = append(errs, errors.New("--max-attempts and --max-deliver must be at least 1"))
 	}

@@ -53,10 +53,15 @@ type Options struct {
 	// Per-IP politeness across all fetcher replicas (see pkg/ipgate): at
 	// most IPCeiling requests in flight to one address, IPGap between two
 	// starts; both zero turn the gate off.
-	IPCeiling  int
-	IPGap      time.Duration
-	Log        *slog.Logger
-	Registerer prometheus.Registerer // may be nil
+	IPCeiling int
+	IPGap     time.Duration
+	// Backlog: fetching waits while more than this many fetched pages wait
+	// for BacklogReaders, consumers of pages.fetched (default: the
+	// parser's); 0 turns the limit off (--fetch-backlog, backlog.go).
+	Backlog        int
+	BacklogReaders []string
+	Log            *slog.Logger
+	Registerer     prometheus.Registerer // may be nil
 	// Now reads the clock of the robots.txt retries and give-ups and of the
 	// per-IP gate (default time.Now). Tests inject a manual clock.
 	Now func() time.Time
@@ -102,6 +107,7 @@ type Service struct {
 	// keepAliveEvery is how often a task in hand is reported in progress:
 	// a third of the fetch consumer's ack wait, at most 15 s.
 	keepAliveEvery time.Duration
+	backlog        *backlog // nil: no limit
 	Stats          Stats
 }
 
@@ -112,6 +118,13 @@ func New(o Options) *Service {
 		o.HTTP.MaxBodyBytes = o.MaxPayload - headerRoom
 	}
 	s := &Service{o: o, client: NewHTTPClient(o.HTTP), claims: newClaims(16384), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
+	if o.Backlog > 0 {
+		readers := o.BacklogReaders
+		if len(readers) == 0 {
+			readers = []string{o.Names.ConsumerParser()}
+		}
+		s.backlog = newBacklog(o.Backlog, consumerBacklog(o.JS, o.Names.StreamPages(), readers...), backlogPollEvery, 0, o.Log)
+	}
 	if o.Registerer != nil {
 		bus.RegisterCounters(o.Registerer, "fetcher",
 			bus.Counter{Name: "pages_total", Help: "Fetches completed with an HTTP response.", Value: &s.Stats.Fetched},
@@ -142,6 +155,16 @@ func New(o Options) *Service {
 				Help: "Origins given up because their robots.txt stayed unreachable (or their name does not resolve): their URLs end as failed, kind robots."},
 				func() float64 { return float64(s.RobotsUnreachable().GivenUp) }),
 		)
+		if b := s.backlog; b != nil {
+			o.Registerer.MustRegister(
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "parse_backlog_pages",
+					Help: "Fetched pages not yet parsed (or archived), as last read; fetching waits while it is at --fetch-backlog."},
+					func() float64 { return float64(b.current.Load()) }),
+				prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "backlog_wait_seconds_total",
+					Help: "Time tasks waited for the parse backlog to fall under --fetch-backlog."},
+					func() float64 { return time.Duration(b.waitNS.Load()).Seconds() }),
+			)
+		}
 	}
 	return s
 }
@@ -198,6 +221,11 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.client.CloseIdleConnections()
+	if b := s.backlog; b != nil {
+		b.keepAlive = s.keepAliveEvery
+		go b.watch(ctx)
+		msgs = b.gate(ctx, msgs)
+	}
 	bus.Work(ctx, s.o.Workers, holdUntilDue(ctx, msgs), s.dlq.Recover(s.o.Log, s.handle))
 	return nil
 }
