@@ -114,7 +114,7 @@ func checkDNSLength(h string) error {
 	if len(h) > maxDomain {
 		return invalid("host name longer than %d bytes", maxDomain)
 	}
-	for _, l := range strings.Split(h, ".") {
+	for l := range strings.SplitSeq(h, ".") {
 		if l == "" || len(l) > maxLabel {
 			return invalid("host name has an empty or long label")
 		}
