@@ -9,10 +9,11 @@ import "strings"
 // fastCanonicalize is canonicalize for ordinary references: it returns the
 // canonical URL and true, or false, having decided nothing, for anything it
 // leaves to the full path (errors included). What it returns is always
-// IsCanonical, or (relative to a base with an IDNA host) a URL whose host
-// net/url was found to read as ours when the base was prepared: exactly
-// the cases in which the full path returns its URL unchecked or checked and
-// accepted.
+// IsCanonical, or a URL whose path and query are IsCanonical's and whose
+// host is a canonical one of lower-case LDH labels (such as "xn--" ones,
+// from canonicalHost) or a base's host that net/url was found to read as
+// ours when the base was prepared: exactly the cases in which the full
+// path returns its URL unchecked, or checked by net/url and accepted.
 func fastCanonicalize(base *baseURL, s string) (string, bool) {
 	start, end := 0, len(s)
 	for start < end && s[start] <= ' ' {
@@ -28,8 +29,20 @@ func fastCanonicalize(base *baseURL, s string) (string, bool) {
 	// Every byte before the fragment is looked at below, and tabs and
 	// newlines declined (clean removes them, and then also replaces invalid
 	// UTF-8); the fragment is not, so look at it here.
-	if i := strings.IndexByte(s, '#'); i >= 0 && strings.ContainsAny(s[i+1:], "\t\n\r") {
-		return "", false
+	frag := strings.IndexByte(s, '#')
+	if frag >= 0 {
+		for i := frag + 1; i < len(s); i++ {
+			if c := s[i]; c == '\t' || c == '\n' || c == '\r' {
+				return "", false
+			}
+		}
+	}
+	// An absolute URL already canonical, as most absolute links are, is
+	// returned as it is after one scan, without copying it (IsCanonical(s)
+	// means Canonicalize(s) == s, and an absolute "http://" URL does not
+	// depend on the base).
+	if frag < 0 && s != "" && s[0] == 'h' && IsCanonical(s) {
+		return s, true
 	}
 	var arr [192]byte
 	buf := arr[:0]
@@ -37,12 +50,7 @@ func fastCanonicalize(base *baseURL, s string) (string, bool) {
 	scheme, rest, hasScheme := splitScheme(s)
 	switch {
 	case hasScheme:
-		switch {
-		case strings.EqualFold(scheme, "http"):
-			scheme = "http"
-		case strings.EqualFold(scheme, "https"):
-			scheme = "https"
-		default:
+		if scheme = webSchemeFold(scheme); scheme == "" {
 			return "", false // the full path makes the error
 		}
 		if base != nil && base.scheme == scheme && !strings.HasPrefix(rest, "//") {
@@ -65,32 +73,51 @@ func fastCanonicalize(base *baseURL, s string) (string, bool) {
 	return string(buf), true
 }
 
+// webSchemeFold returns "http" or "https" when s is one of them in any
+// case, else "". (A byte b has b|0x20 == 'h' only when b is 'h' or 'H', and
+// so for the other letters.)
+func webSchemeFold(s string) string {
+	if len(s) < 4 || s[0]|0x20 != 'h' || s[1]|0x20 != 't' || s[2]|0x20 != 't' || s[3]|0x20 != 'p' {
+		return ""
+	}
+	switch {
+	case len(s) == 4:
+		return "http"
+	case len(s) == 5 && s[4]|0x20 == 's':
+		return "https"
+	}
+	return ""
+}
+
 // appendAbsolute appends the canonical form of "<authority><path>?<query>#<fragment>"
-// of scheme when its host is a plain name.
+// of scheme.
 func appendAbsolute(buf []byte, scheme, rest string) ([]byte, bool) {
 	buf = append(buf, scheme...)
 	buf = append(buf, "://"...)
+	// A plain host name is copied and lower-cased; any other host goes
+	// through canonicalHost (appendOtherHost).
 	hostStart := len(buf)
-	i := 0
-	for ; i < len(rest); i++ {
-		c := rest[i]
-		if charClass[c]&cHostName == 0 {
-			break
-		}
+	i := span(rest, cHostName)
+	buf = append(buf, rest[:i]...)
+	h := buf[hostStart:]
+	for j, c := range h {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			h[j] = c + 'a' - 'A'
 		}
-		buf = append(buf, c)
 	}
-	for len(buf) > hostStart && buf[len(buf)-1] == '.' {
-		buf = buf[:len(buf)-1]
+	for len(h) > 0 && h[len(h)-1] == '.' {
+		h = h[:len(h)-1]
 	}
-	if !fastHostName(buf[hostStart:]) {
-		return buf, false
+	buf = buf[:hostStart+len(h)]
+	if plain := i == len(rest) || authorityEnd(rest[i]) || rest[i] == ':'; !plain || !fastHostName(h) {
+		var ok bool
+		if buf, i, ok = appendOtherHost(buf[:hostStart], rest); !ok {
+			return buf, false
+		}
 	}
 	if i < len(rest) && rest[i] == ':' {
 		j := i + 1
-		for j < len(rest) && rest[j] != '/' && rest[j] != '?' && rest[j] != '#' {
+		for j < len(rest) && !authorityEnd(rest[j]) {
 			j++
 		}
 		var ok bool
@@ -100,26 +127,54 @@ func appendAbsolute(buf []byte, scheme, rest string) ([]byte, bool) {
 		i = j
 	}
 	rest = rest[i:]
-	if rest != "" && rest[0] != '/' && rest[0] != '?' && rest[0] != '#' {
-		return buf, false // '@', '%', '[', non-ASCII ... in the authority
+	if rest != "" && !authorityEnd(rest[0]) {
+		return buf, false // not expected: the host and port end at one of those
 	}
-	pathStart := len(buf)
-	p := 0
-	for p < len(rest) && rest[p] != '?' && rest[p] != '#' {
-		p++
-	}
-	if p == 0 {
-		buf = append(buf, '/')
-	} else {
+	if rest != "" && rest[0] == '/' {
+		var end int
 		var ok bool
-		if buf, _, ok = appendSegments(buf, pathStart, 0, rest[1:p]); !ok {
+		if buf, _, end, ok = appendSegments(buf, len(buf), 0, rest[1:]); !ok {
 			return buf, false
 		}
+		rest = rest[1+end:]
+	} else {
+		buf = append(buf, '/')
 	}
-	if p < len(rest) && rest[p] == '?' {
-		return appendQuery(buf, rest[p+1:])
+	if rest != "" && rest[0] == '?' {
+		return appendQuery(buf, rest[1:])
 	}
 	return buf, true
+}
+
+// authorityEnd reports whether c ends an authority: '/', '?', '#'.
+func authorityEnd(c byte) bool { return c == '/' || c == '?' || c == '#' }
+
+// appendOtherHost appends the canonical form of the host of rest (an
+// authority, then the rest of the URL) when it is not a plain name:
+// internationalized, "xn--", escaped, an IPv4 address in another notation.
+// canonicalHost makes it, as on the full path (IDNA results are cached),
+// and it returns where the host ends in rest. It declines what the full
+// path reads otherwise (userinfo, IPv6, '\\', tabs and newlines), and
+// canonical hosts with bytes other than lower-case LDH labels' and dots,
+// whose URLs the full path has net/url check.
+func appendOtherHost(buf []byte, rest string) ([]byte, int, bool) {
+	end := 0
+	for end < len(rest) && rest[end] != ':' && !authorityEnd(rest[end]) {
+		if c := rest[end]; c <= ' ' || c == '@' || c == '[' || c == '\\' {
+			return buf, 0, false
+		}
+		end++
+	}
+	h, err := canonicalHost(rest[:end])
+	if err != nil {
+		return buf, 0, false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; charClass[c]&cLowerHost == 0 && c != '.' {
+			return buf, 0, false
+		}
+	}
+	return append(buf, h...), end, true
 }
 
 // fastHostName accepts the lower-cased host names canonicalHost leaves as
@@ -136,7 +191,7 @@ func fastHostName(h []byte) bool {
 				return false
 			}
 			label = i + 1
-		} else if c == '-' && i >= 3 && h[i-1] == '-' && h[i-2] == 'n' && h[i-3] == 'x' {
+		} else if c == '-' && i-label >= 3 && h[i-1] == '-' && h[i-2] == 'n' && h[i-3] == 'x' {
 			return false // "xn--": IDNA decides
 		}
 	}
@@ -206,29 +261,35 @@ func appendPort(buf []byte, scheme, port string) ([]byte, bool) {
 }
 
 // appendSegments appends the segments of p (a path without its first '/',
-// up to its query or fragment) to the canonical path begun at pathStart with
-// n segments: each escape normalized (upper-case hex, unreserved characters
-// decoded), what browsers escape escaped, and "." and ".." resolved as
-// removeDots does. A path that is left with no segment is written "/". It
-// declines bytes that canonicalPath would leave for net/url to judge
-// ('\”, '[', ']', '|') or that clean and backslashes would change.
-func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) {
+// up to its query or fragment, then those) to the canonical path begun at
+// pathStart with n segments: each escape normalized (upper-case hex,
+// unreserved characters decoded), what browsers escape escaped, and "." and
+// ".." resolved as removeDots does. A path that is left with no segment is
+// written "/". It returns the number of segments and where the path ends in
+// p (at a '?', a '#' or the end). It declines bytes that canonicalPath would
+// leave for net/url to judge (the quote, '[', ']', '|') or that clean and
+// backslashes would change.
+func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, int, bool) {
 	i := 0
 	for {
 		seg := len(buf)
 		buf = append(buf, '/')
-		for i < len(p) && p[i] != '/' {
+		last := false
+		for {
 			run := i
-			for i < len(p) && charClass[p[i]]&cSegment != 0 {
-				i++
-			}
+			i += span(p[i:], cSegment)
 			buf = append(buf, p[run:i]...)
-			if i == len(p) || p[i] == '/' {
+			if i == len(p) || p[i] == '?' || p[i] == '#' {
+				last = true
 				break
 			}
 			c := p[i]
+			if c == '/' {
+				break
+			}
 			switch cls := charClass[c]; {
 			case c == '%':
+				// '?' and '#' are not hex digits: no escape reaches past the path.
 				if i+2 < len(p) && charClass[p[i+1]]&charClass[p[i+2]]&cHex != 0 {
 					if d := unhex(p[i+1])<<4 | unhex(p[i+2]); charClass[d]&cUnreserved != 0 {
 						buf = append(buf, d)
@@ -240,15 +301,14 @@ func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) 
 					buf = append(buf, "%25"...)
 				}
 			case cls&cStop != 0:
-				return buf, n, false // tab, newline, '\\'
+				return buf, n, i, false // tab, newline, '\\'
 			case cls&cPathEscape != 0:
 				buf = append(buf, '%', upperhex[c>>4], upperhex[c&15])
 			default:
-				return buf, n, false
+				return buf, n, i, false
 			}
 			i++
 		}
-		last := i >= len(p)
 		switch s := buf[seg+1:]; {
 		case len(s) == 1 && s[0] == '.':
 			buf = buf[:seg]
@@ -280,7 +340,7 @@ func appendSegments(buf []byte, pathStart, n int, p string) ([]byte, int, bool) 
 	if n == 0 {
 		buf = append(buf, '/')
 	}
-	return buf, n, true
+	return buf, n, i, true
 }
 
 // appendQuery appends '?' and q (up to a fragment) as escapeQuery leaves
@@ -290,9 +350,7 @@ func appendQuery(buf []byte, q string) ([]byte, bool) {
 	buf = append(buf, '?')
 	for i := 0; i < len(q); i++ {
 		run := i
-		for i < len(q) && charClass[q[i]]&cQuery != 0 {
-			i++
-		}
+		i += span(q[i:], cQuery)
 		buf = append(buf, q[run:i]...)
 		if i == len(q) {
 			break
@@ -329,38 +387,36 @@ func (b *baseURL) appendRelative(buf []byte, ref string) ([]byte, bool) {
 	buf = append(buf, b.scheme...)
 	buf = append(buf, "://"...)
 	buf = append(buf, b.hostport...)
-	pathStart := len(buf)
-	p := 0
-	for p < len(ref) && ref[p] != '?' && ref[p] != '#' {
-		p++
-	}
-	if p == 0 { // the base's path, and its query unless ref has one
+	if ref == "" || ref[0] == '?' || ref[0] == '#' { // the base's path, and its query unless ref has one
 		if b.path == "" {
 			buf = append(buf, '/')
 		} else {
 			buf = append(buf, b.path...)
 		}
 		switch {
-		case p < len(ref) && ref[p] == '?':
-			return appendQuery(buf, ref[p+1:])
+		case ref != "" && ref[0] == '?':
+			return appendQuery(buf, ref[1:])
 		case b.hasQuery:
 			buf = append(buf, '?')
 			buf = append(buf, b.query...)
 		}
 		return buf, true
 	}
+	pathStart := len(buf)
+	var end int
 	var ok bool
 	if ref[0] == '/' {
-		buf, _, ok = appendSegments(buf, pathStart, 0, ref[1:p])
+		buf, _, end, ok = appendSegments(buf, pathStart, 0, ref[1:])
+		end++
 	} else {
 		buf = append(buf, b.dir...)
-		buf, _, ok = appendSegments(buf, pathStart, b.dirSegments, ref[:p])
+		buf, _, end, ok = appendSegments(buf, pathStart, b.dirSegments, ref)
 	}
 	if !ok {
 		return buf, false
 	}
-	if p < len(ref) && ref[p] == '?' {
-		return appendQuery(buf, ref[p+1:])
+	if end < len(ref) && ref[end] == '?' {
+		return appendQuery(buf, ref[end+1:])
 	}
 	return buf, true
 }

@@ -20,7 +20,13 @@ func IsCanonical(s string) bool {
 
 // canonicalHostKey is IsCanonical, returning as well the host key of s
 // (its host and port) when it is canonical.
-func canonicalHostKey(s string) (string, bool) {
+func canonicalHostKey(s string) (string, bool) { return hostKey(s, false) }
+
+// hostKey is canonicalHostKey; with ace, it also takes hosts with "xn--"
+// labels. Those are not known to be canonical (the full path checks their
+// Punycode), but net/url reads such a URL's host as it is written, which
+// is all Host needs.
+func hostKey(s string, ace bool) (string, bool) {
 	var i int
 	var defaultPort string
 	switch {
@@ -36,28 +42,20 @@ func canonicalHostKey(s string) (string, bool) {
 	}
 	// The host: lower-case LDH labels, no "xn--" (plainHost, in one pass).
 	start, label := i, i
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '.' {
-			if i == label || i-label > maxLabel {
-				return "", false
-			}
-			label = i + 1
-			continue
+	for {
+		label = i
+		i += span(s[i:], cLowerHost)
+		if i == label || i-label > maxLabel {
+			return "", false // empty (or ends with a dot), long
 		}
-		if charClass[c]&cLowerHost == 0 {
-			if c == '/' || c == ':' {
-				break
-			}
-			return "", false
+		if i == len(s) || s[i] != '.' {
+			break
 		}
-		if c == '-' && i-label >= 3 && s[i-1] == '-' && s[i-2] == 'n' && s[i-3] == 'x' {
-			return "", false
-		}
+		i++
 	}
 	host := s[start:i]
-	if i == label || i-label > maxLabel || len(host) > maxDomain {
-		return "", false // empty, ends with a dot, long
+	if len(host) > maxDomain || !ace && strings.Contains(host, acePrefix) {
+		return "", false
 	}
 	if last := s[label:i]; decimalDigits(last) || strings.HasPrefix(last, "0x") {
 		if !dottedQuad(host) {
@@ -77,7 +75,7 @@ func canonicalHostKey(s string) (string, bool) {
 	if i == len(s) {
 		return "", false // canonical URLs always have a path
 	}
-	if !plainPathQuery(s[i:]) {
+	if !plainPathQuery(s[i:]) { // and the host ends at its '/'
 		return "", false
 	}
 	return s[start:i], true
@@ -91,31 +89,29 @@ func plainPathQuery(p string) bool {
 	}
 	seg := 1 // start of the current segment
 	i := 1
-	for ; i < len(p); i++ {
-		c := p[i]
-		if charClass[c]&cSegment != 0 {
-			continue
+	for {
+		i += span(p[i:], cSegment)
+		if i == len(p) {
+			return !isDotSegment(p[seg:])
 		}
+		c := p[i]
 		if c == '/' || c == '?' {
 			if i-seg <= 2 && isDotSegment(p[seg:i]) {
 				return false
 			}
 			if c == '?' {
-				break
+				return plainQuery(p[i+1:])
 			}
-			seg = i + 1
+			i++
+			seg = i
 			continue
 		}
 		if c != '%' || i+2 >= len(p) || !upperHex(p[i+1]) || !upperHex(p[i+2]) ||
 			unreservedByte(unhex(p[i+1])<<4|unhex(p[i+2])) {
 			return false // not a canonical escape
 		}
-		i += 2
+		i += 3
 	}
-	if i == len(p) {
-		return !isDotSegment(p[seg:])
-	}
-	return plainQuery(p[i+1:])
 }
 
 // plainHost accepts lower-case LDH labels, or a dotted quad without leading
@@ -217,18 +213,13 @@ func isDotSegment(s string) bool { return s == "." || s == ".." }
 // plainQuery accepts safe characters, '?' and well-formed escapes of any
 // case (the query is kept as written).
 func plainQuery(q string) bool {
-	for i := 0; i < len(q); i++ {
-		c := q[i]
-		switch {
-		case charClass[c]&cQuery != 0:
-		case c == '%':
-			if i+2 >= len(q) || !ishex(q[i+1]) || !ishex(q[i+2]) {
-				return false
-			}
-			i += 2
-		default:
+	for i := 0; ; i += 3 {
+		i += span(q[i:], cQuery)
+		if i == len(q) {
+			return true
+		}
+		if q[i] != '%' || i+2 >= len(q) || !ishex(q[i+1]) || !ishex(q[i+2]) {
 			return false
 		}
 	}
-	return true
 }

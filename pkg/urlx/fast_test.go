@@ -1,6 +1,8 @@
 package urlx
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/trawlerhq/trawler/internal/linkstream"
@@ -75,4 +77,64 @@ func FuzzIsCanonical(f *testing.F) {
 			checkFast(t, c)
 		}
 	})
+}
+
+// hostRef is Host as it was before hostKey took "xn--" hosts: IsCanonical's
+// scan, else net/url.
+func hostRef(s string) (string, bool) {
+	if h, ok := canonicalHostKey(s); ok {
+		return h, true
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false
+	}
+	return u.Host, true
+}
+
+func checkHost(t *testing.T, s string) {
+	got, err := Host(s)
+	want, ok := hostRef(s)
+	if got != want || (err == nil) != ok {
+		t.Errorf("Host(%q) = %q, %v; net/url reads %q, %v", s, got, err, want, ok)
+	}
+}
+
+// Host's scan, which takes "xn--" hosts, says what net/url says: on the
+// canonical forms of the WPT vectors and of the mix, and on those inputs as
+// they are.
+func TestHostSameAsNetURL(t *testing.T) {
+	var in []string
+	for _, c := range loadWPT(t) {
+		in = append(in, c.Input)
+	}
+	for _, p := range linkMix(16, 64) {
+		in = append(in, p.hrefs...)
+	}
+	in = append(in, "http://xn--bcher-kva.example/", "https://a.xn--n3h.net:8443/p?q=%41", "http://xn--/",
+		"http://XN--bcher-kva.example/", "http://xn--bcher-kva.example", "http://xn--bcher-kva.example:80/",
+		"http://xn--bcher-kva.example/%zz", "http://xn--bcher-kva.example/a b", "http://xn--a.1/")
+	ace := 0
+	for _, s := range in {
+		checkHost(t, s)
+		if c, err := Canonicalize(s); err == nil {
+			checkHost(t, c)
+			if strings.Contains(c, acePrefix) {
+				if _, ok := hostKey(c, true); ok {
+					ace++
+				}
+			}
+		}
+	}
+	if ace == 0 {
+		t.Error("no canonical \"xn--\" URL took Host's scan")
+	}
+}
+
+func FuzzHostSame(f *testing.F) {
+	for _, s := range []string{"http://example.org/", "https://xn--bcher-kva.example:8443/p?q=%41", "http://1.2.3.4/%20",
+		"http://xn--a.example/%7e", "http://xn--a.example/%zz", "http://xn--a.example:80/", "http://xn--a..b/", "http://a.xn--/x?y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkHost(t, s) })
 }

@@ -103,6 +103,31 @@ func TestFastPath(t *testing.T) {
 	}
 }
 
+// Hosts that are not plain names take the fast path through canonicalHost
+// (appendOtherHost), and agree with the full path.
+func TestFastPathOtherHosts(t *testing.T) {
+	bases := prepareBases(t)
+	for _, s := range []string{
+		"http://bücher.example/", "https://BÜCHER.example:8443/a/./b?c#d", "http://xn--bcher-kva.example/x",
+		"http://XN--BCHER-KVA.example./", "http://日本語。ｊｐ/", "http://☃.net/", "HTTPS://münchen.de/x",
+		"http://0xc0.0250.1/", "http://3232235521/", "http://127.1:8080/", "http://%65xample.com/", "http://a.b.c.0x1g/",
+	} {
+		for _, b := range append([]*baseURL{nil}, bases...) {
+			if !checkFastPath(t, b, s) {
+				t.Errorf("fast path declined %q", s)
+			}
+		}
+	}
+	// What canonicalHost refuses, and what the full path reads another way,
+	// is declined.
+	for _, s := range []string{"http://xn--/", "http://a..b/", "http://256.1.1.1/", "http://a@bücher.example/",
+		"http://[::1]/", "http://bü\\cher.example/", "http://bü cher.example/", "http://a%40b.com/"} {
+		if checkFastPath(t, nil, s) {
+			t.Errorf("fast path took %q", s)
+		}
+	}
+}
+
 // The fast path takes nearly every link of the mix, and agrees with the
 // full path on all of them.
 func TestFastPathMix(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // the port is not the scheme's default (u.Host), e.g. "example.com" or
 // "example.com:8080". Politeness, partitioning and per-host queues use it.
 func Host(canonical string) (string, error) {
-	if h, ok := canonicalHostKey(canonical); ok { // the common case: no parse
+	if h, ok := hostKey(canonical, true); ok { // the common case: no parse
 		return h, nil
 	}
 	u, err := url.Parse(canonical)
