@@ -17,7 +17,9 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 		{50 * mib, 250}, // 256 %, rounded down
 		{64 * mib, 200},
 		{128 * mib, 100},
-		{3000 * mib, 100}, // never below Go's default
+		{160 * mib, 80},  // live + 128 MiB, not twice the live heap
+		{300 * mib, 40},  // 42 %, rounded down to a multiple of 5
+		{3000 * mib, 25}, // a quarter of a large heap at least
 	} {
 		if got := gcPercentFor(tt.live); got != tt.want {
 			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tt.live/mib, got, tt.want)
