@@ -33,6 +33,7 @@ type backlog struct {
 	keepAlive time.Duration
 
 	mu     sync.Mutex
+	known  bool          // a first read is done (or failed)
 	pages  int           // the last count read
 	base   int64         // passed when that read began
 	passed int64         // tasks let through, ever
@@ -97,7 +98,7 @@ func (b *backlog) watch(ctx context.Context) {
 		}
 		b.current.Store(int64(n))
 		b.mu.Lock()
-		b.pages, b.base = n, base
+		b.pages, b.base, b.known = n, base, true
 		close(b.read1)
 		b.read1 = make(chan struct{})
 		b.mu.Unlock()
@@ -110,10 +111,14 @@ func (b *backlog) watch(ctx context.Context) {
 }
 
 // state is the count (the last read, plus what passed since it began) and a
-// channel closed at the next read.
+// channel closed at the next read. Before the first read the count is the
+// limit: the first tasks wait for it (a few milliseconds).
 func (b *backlog) state() (int, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.known {
+		return b.limit, b.read1
+	}
 	return b.pages + int(b.passed-b.base), b.read1
 }
 
