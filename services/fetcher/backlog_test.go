@@ -13,18 +13,23 @@ import (
 	"github.com/trawlerhq/trawler/internal/testbus"
 )
 
+// gateOneTask starts b's reads and gate, and sends one task through it.
+func gateOneTask(t *testing.T, b *backlog) <-chan jetstream.Msg {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go b.watch(ctx)
+	in := make(chan jetstream.Msg, 1)
+	in <- taskAt(time.Time{})
+	return b.gate(ctx, in)
+}
+
 // The gate passes nothing while the count is at the limit, and what waited
 // once it falls under it.
 func TestBacklogGateHoldsAtTheLimit(t *testing.T) {
 	var count atomic.Int64
 	count.Store(5)
 	b := newBacklog(5, func(context.Context) (int, error) { return int(count.Load()), nil }, 5*time.Millisecond, 0, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go b.watch(ctx)
-	in := make(chan jetstream.Msg, 1)
-	out := b.gate(ctx, in)
-	in <- taskAt(time.Time{})
+	out := gateOneTask(t, b)
 	select {
 	case <-out:
 		t.Fatal("a task passed with the backlog at its limit")
@@ -44,13 +49,7 @@ func TestBacklogGateHoldsAtTheLimit(t *testing.T) {
 // An unreadable count opens the gate: the crawl goes on without the limit.
 func TestBacklogUnreadableOpensTheGate(t *testing.T) {
 	b := newBacklog(1, func(context.Context) (int, error) { return 0, fmt.Errorf("no NATS") }, 5*time.Millisecond, 0, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	b.pages = 10 // as if the last good read was over the limit
-	go b.watch(ctx)
-	in := make(chan jetstream.Msg, 1)
-	out := b.gate(ctx, in)
-	in <- taskAt(time.Time{})
+	out := gateOneTask(t, b)
 	select {
 	case <-out:
 	case <-time.After(5 * time.Second):
