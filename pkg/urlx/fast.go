@@ -17,16 +17,17 @@ import "strings"
 
 // Byte classes, one table lookup each.
 const (
-	cUnreserved  = 1 << iota // ALPHA DIGIT - . _ ~
-	cSafe                    // unreserved, sub-delims but '\'', ':', '@', '/' (stay as they are in a canonical path)
-	cHex                     // 0-9 a-f A-F
-	cPathEscape              // escaped in a path (WHATWG path percent-encode set, DEL, non-ASCII)
-	cQueryEscape             // escaped in a query (special-query percent-encode set, DEL, non-ASCII)
-	cHostName                // letters, digits, '-', '_', '.': a plain host name, any case
-	cStop                    // the end of a path: '?', '#'; tabs and newlines and '\\', which the fast path declines
-	cLowerHost               // a-z, 0-9, '-', '_': in a canonical host name
-	cSegment                 // safe, but '/': copied as it is within a path segment
-	cQuery                   // safe or '?': copied as it is in a query
+	cUnreserved      = 1 << iota // ALPHA DIGIT - . _ ~
+	cSafe                        // unreserved, sub-delims but '\'', ':', '@', '/' (stay as they are in a canonical path)
+	cHex                         // 0-9 a-f A-F
+	cPathEscape                  // escaped in a path (WHATWG path percent-encode set, DEL, non-ASCII)
+	cQueryEscape                 // escaped in a query (special-query percent-encode set, DEL, non-ASCII)
+	cHostName                    // letters, digits, '-', '_', '.': a plain host name, any case
+	cStop                        // the end of a path: '?', '#'; tabs and newlines and '\\', which the fast path declines
+	cLowerHost                   // a-z, 0-9, '-', '_': in a canonical host name
+	cSegment                     // safe, but '/': copied as it is within a path segment
+	cQuery                       // safe or '?': copied as it is in a query
+	cForbiddenDomain             // WHATWG forbidden domain code points, and anything not ASCII (forbiddenInDomain)
 )
 
 var charClass = func() (t [256]uint16) {
@@ -62,6 +63,9 @@ var charClass = func() (t [256]uint16) {
 		}
 		if t[i]&cSafe != 0 || c == '?' {
 			t[i] |= cQuery
+		}
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("#%/:<>?@[\\]^|", c) >= 0 {
+			t[i] |= cForbiddenDomain
 		}
 	}
 	return t

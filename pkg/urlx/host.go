@@ -183,17 +183,7 @@ func isASCII(s string) bool {
 
 // forbiddenInDomain is the WHATWG forbidden domain code point set (for the
 // ASCII result of IDNA), plus anything not ASCII.
-func forbiddenInDomain(c byte) bool { return forbiddenDomainByte[c] }
-
-// forbiddenDomainByte tabulates forbiddenInDomain: a lookup per byte of a
-// host rather than a search of the set.
-var forbiddenDomainByte = func() (t [256]bool) {
-	for i := range t {
-		c := byte(i)
-		t[i] = c <= ' ' || c >= 0x7f || strings.IndexByte("#%/:<>?@[\\]^|", c) >= 0
-	}
-	return t
-}()
+func forbiddenInDomain(c byte) bool { return charClass[c]&cForbiddenDomain != 0 }
 
 // endsInNumber reports whether the last label is a number, in which case
 // the host must be an IPv4 address (WHATWG).
