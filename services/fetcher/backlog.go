@@ -39,9 +39,8 @@ type backlog struct {
 	passed int64         // tasks let through, ever
 	read1  chan struct{} // closed after the next read
 
-	waits   atomic.Int64 // times a task waited at the gate
-	waitNS  atomic.Int64 // total time tasks waited there
-	current atomic.Int64 // the last count, for metrics
+	waits  atomic.Int64 // times a task waited at the gate
+	waitNS atomic.Int64 // total time tasks waited there
 }
 
 const backlogPollEvery = 100 * time.Millisecond
@@ -96,7 +95,6 @@ func (b *backlog) watch(ctx context.Context) {
 		} else {
 			failing = false
 		}
-		b.current.Store(int64(n))
 		b.mu.Lock()
 		b.pages, b.base, b.known = n, base, true
 		close(b.read1)
@@ -120,6 +118,13 @@ func (b *backlog) state() (int, <-chan struct{}) {
 		return b.limit, b.read1
 	}
 	return b.pages + int(b.passed-b.base), b.read1
+}
+
+// lastRead is the count last read from the consumers, for metrics.
+func (b *backlog) lastRead() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pages
 }
 
 // pass counts a task let through.

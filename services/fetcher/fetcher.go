@@ -159,7 +159,7 @@ func New(o Options) *Service {
 			o.Registerer.MustRegister(
 				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "parse_backlog_pages",
 					Help: "Fetched pages not yet parsed (or archived), as last read; fetching waits while it is at --fetch-backlog."},
-					func() float64 { return float64(b.current.Load()) }),
+					func() float64 { return float64(b.lastRead()) }),
 				prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Subsystem: "fetcher", Name: "backlog_wait_seconds_total",
 					Help: "Time tasks waited for the parse backlog to fall under --fetch-backlog."},
 					func() float64 { return time.Duration(b.waitNS.Load()).Seconds() }),
