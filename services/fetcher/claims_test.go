@@ -117,8 +117,13 @@ func TestKeepAliveFollowsTheAckWait(t *testing.T) {
 // robots.txt and may fetch loopback servers, until ctx ends; startFetcher
 // makes its own bus.
 func runFetcher(ctx context.Context, js jetstream.JetStream, names subjects.Names, workers int, timeout time.Duration) *Service {
-	svc := New(Options{JS: js, Names: names, Workers: workers, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
-		HTTP: HTTPOptions{Timeout: timeout, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := newFetcher(js, names, workers, timeout)
 	go svc.Run(ctx)
 	return svc
+}
+
+// newFetcher is runFetcher's replica, not started.
+func newFetcher(js jetstream.JetStream, names subjects.Names, workers int, timeout time.Duration) *Service {
+	return New(Options{JS: js, Names: names, Workers: workers, MaxPayload: 8 << 20, MaxDeliver: 5, IgnoreRobots: true,
+		HTTP: HTTPOptions{Timeout: timeout, AllowPrivate: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }

@@ -82,8 +82,9 @@ type Stats struct {
 	// Unchanged those that found the page unchanged (a 304 or the same
 	// digest), NotModified the part answered 304.
 	Revisits, Unchanged, NotModified atomic.Int64
-	// Republished counts results published again on a task's redelivery
-	// after their first publish failed (unsent.go), not fetched again.
+	// Republished counts results published again after their first
+	// publish failed, in place or on the task's redelivery (unsent.go),
+	// not fetched again.
 	Republished atomic.Int64
 }
 
@@ -107,8 +108,11 @@ type Service struct {
 	// keepAliveEvery is how often a task in hand is reported in progress:
 	// a third of the fetch consumer's ack wait, at most 15 s.
 	keepAliveEvery time.Duration
-	backlog        *backlog // nil: no limit
-	Stats          Stats
+	// republishFor bounds publishAgain: how long a task is held while its
+	// result's publish is retried in place.
+	republishFor time.Duration
+	backlog      *backlog // nil: no limit
+	Stats        Stats
 }
 
 // New wires a fetcher replica; Run starts it.
@@ -117,7 +121,7 @@ func New(o Options) *Service {
 		o.Log.Info("capping body size below the NATS server's max_payload", "max_body", o.MaxPayload-headerRoom)
 		o.HTTP.MaxBodyBytes = o.MaxPayload - headerRoom
 	}
-	s := &Service{o: o, client: NewHTTPClient(o.HTTP), claims: newClaims(16384), dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
+	s := &Service{o: o, client: NewHTTPClient(o.HTTP), claims: newClaims(16384), republishFor: republishWindow, dlq: bus.DeadLetters{JS: o.JS, Names: o.Names, Service: "fetcher", MaxDeliver: o.MaxDeliver}}
 	if o.Backlog > 0 {
 		readers := o.BacklogReaders
 		if len(readers) == 0 {
@@ -138,7 +142,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "revisits_total", Help: "Fetches of URLs visited before (a continuous crawl: --revisit-min/--revisit-max).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "revisits_unchanged_total", Help: "Revisits that found the page unchanged: a 304 Not Modified or a body with the last visit's digest.", Value: &s.Stats.Unchanged},
 			bus.Counter{Name: "revisits_not_modified_total", Help: "Revisits answered 304 Not Modified (part of revisits_unchanged_total).", Value: &s.Stats.NotModified},
-			bus.Counter{Name: "results_republished_total", Help: "Fetch results published again on their task's redelivery after the first publish failed, instead of fetching the URL again.", Value: &s.Stats.Republished},
+			bus.Counter{Name: "results_republished_total", Help: "Fetch results published again after the first publish failed (retried in place, or on the task's redelivery), instead of fetching the URL again.", Value: &s.Stats.Republished},
 			bus.Counter{Name: "tasks_redelivered_total", Help: "Deliveries of a task this replica was already working on or had finished: skipped, not fetched again.", Value: &s.Stats.Redelivered},
 			bus.Counter{Name: "ip_deferred_total", Help: "Tasks put back because their server's IP address was at its per-IP limit.", Value: &s.Stats.IPDeferred},
 		)

@@ -108,6 +108,9 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		out[len(out)-1].Data = data
 		err = bus.PublishAll(ctx, s.o.JS, out[len(out)-1:], ids[len(ids)-1:])
 	}
+	if err != nil && !bus.TooLarge(err) {
+		err = s.publishAgain(ctx, m, task.URL, out, ids, err)
+	}
 	if err != nil {
 		// Let JetStream redeliver the task, and keep the result for it
 		// (unsent.go): the redelivery publishes it, under the same

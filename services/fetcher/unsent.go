@@ -8,9 +8,14 @@ package fetcher
 // first publish that was stored after all is dropped by JetStream.
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
 // Bounds of the kept results: a replica that cannot publish for long keeps
@@ -87,4 +92,36 @@ func (u *unsentResults) take(id string) (out []*nats.Msg, ids []string, ok bool)
 		}
 	}
 	return r.out, r.ids, true
+}
+
+// republishWindow is how long a failed publish is retried in place: a NATS
+// node's restart or a stream leader's election takes seconds.
+const republishWindow = 30 * time.Second
+
+// publishAgain retries a failed publish of a task's result under the same
+// message IDs, for up to s.republishFor, holding the task meanwhile
+// (InProgress). Handing it back at once would let JetStream redeliver it to
+// another fetcher replica, which has no kept result and fetches the URL
+// again, at a time no politeness gap governs: the first publish may have
+// been stored with only its ack lost, and the frontier already issued the
+// host's next URL. It returns the last error when the window ends.
+func (s *Service) publishAgain(ctx context.Context, m jetstream.Msg, url string, out []*nats.Msg, ids []string, err error) error {
+	s.o.Log.Warn("publishing fetch result failed; retrying while holding the task", "url", url, "err", err, "for", s.republishFor)
+	deadline := time.Now().Add(s.republishFor)
+	wait := 100 * time.Millisecond
+	for tries := 1; time.Now().Add(wait).Before(deadline); tries++ {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		_ = m.InProgress()
+		if err = bus.PublishAll(ctx, s.o.JS, out, ids); err == nil {
+			s.Stats.Republished.Add(1)
+			s.o.Log.Info("published fetch result after retrying", "url", url, "tries", tries+1)
+			return nil
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+	return err
 }

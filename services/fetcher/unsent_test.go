@@ -13,10 +13,58 @@ import (
 	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
-// A result whose publish failed (here: the pages stream is gone for a
-// while, as when its leader moves) is published again on the task's
-// redelivery, not fetched again: the host sees one request.
+// A result whose publish failed past the in-place window (here: the pages
+// stream is gone for a while, as when its leader moves, and the window is
+// zero) is published again on the task's redelivery, not fetched again: the
+// host sees one request.
 func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>once</body></html>")
+	}))
+	defer srv.Close()
+	js, names := testbus.Start(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pages, err := js.Stream(ctx, names.StreamPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pages.CachedInfo().Config
+	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
+		t.Fatal(err)
+	}
+	svc := newFetcher(js, names, 2, 5*time.Second)
+	svc.republishFor = 0
+	go svc.Run(ctx)
+	publishTask(t, js, names, "t1", srv.URL+"/")
+	testutil.Eventually(t, 30*time.Second, "the failed publish's result to be kept", func() bool {
+		svc.unsent.mu.Lock()
+		defer svc.unsent.mu.Unlock()
+		return len(svc.unsent.byID) == 1
+	})
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the redelivery to publish the kept result", func() bool { return svc.Stats.Republished.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the page in its stream", func() bool {
+		info, err := js.Stream(ctx, names.StreamPages())
+		// LastSeq, not Msgs: the stream keeps a page only while a
+		// consumer wants it, and the recreated one has none.
+		return err == nil && info.CachedInfo().State.LastSeq == 1
+	})
+	if n := hits.Load(); n != 1 {
+		t.Errorf("URL fetched %d times, want 1", n)
+	}
+}
+
+// A publish that fails for a moment (a NATS node restarting) is retried in
+// place, the task held: it is not handed back, so no other fetcher replica
+// gets it and fetches the URL again outside the host's gap. The task is
+// delivered once and acked; the host sees one request.
+func TestFailedPublishIsRetriedHoldingTheTask(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -37,21 +85,30 @@ func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
 	}
 	svc := runFetcher(ctx, js, names, 2, 5*time.Second)
 	publishTask(t, js, names, "t1", srv.URL+"/")
-	testutil.Eventually(t, 30*time.Second, "the failed publish's result to be kept", func() bool {
-		svc.unsent.mu.Lock()
-		defer svc.unsent.mu.Unlock()
-		return len(svc.unsent.byID) == 1
-	})
+	testutil.Eventually(t, 30*time.Second, "the fetch", func() bool { return hits.Load() == 1 })
+	time.Sleep(time.Second) // a few failed retries
 	if _, err := js.CreateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 30*time.Second, "the redelivery to publish the kept result", func() bool { return svc.Stats.Republished.Load() == 1 })
-	testutil.Eventually(t, 10*time.Second, "the page in its stream", func() bool {
-		info, err := js.Stream(ctx, names.StreamPages())
-		// LastSeq, not Msgs: the stream keeps a page only while a
-		// consumer wants it, and the recreated one has none.
-		return err == nil && info.CachedInfo().State.LastSeq == 1
+	testutil.Eventually(t, 30*time.Second, "the retry to publish the result", func() bool { return svc.Stats.Republished.Load() == 1 })
+	cons, err := js.Consumer(ctx, names.StreamFetch(), names.ConsumerFetcher())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the task acked", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.AckFloor.Consumer == 1
 	})
+	info, _ := cons.Info(ctx)
+	if info.NumRedelivered != 0 || info.Delivered.Consumer != 1 {
+		t.Errorf("task delivered %d times (%d redelivered), want once", info.Delivered.Consumer, info.NumRedelivered)
+	}
+	svc.unsent.mu.Lock()
+	kept := len(svc.unsent.byID)
+	svc.unsent.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("%d results kept for a redelivery, want none", kept)
+	}
 	if n := hits.Load(); n != 1 {
 		t.Errorf("URL fetched %d times, want 1", n)
 	}
