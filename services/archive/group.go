@@ -106,6 +106,8 @@ func (a *Archive) Run(ctx context.Context) error {
 // run), or Run has returned. Call it while Run runs, once the crawl has
 // finished, then end Run's ctx.
 func (a *Archive) Drain(ctx context.Context) error {
+	a.WARC.flush.Now() // nothing more is coming: write each batch as it is pulled
+	a.JSONL.flush.Now()
 	for {
 		n, err := Pending(ctx, a.o.JS, a.o.Names)
 		if err != nil {

@@ -45,11 +45,12 @@ type JSONLOptions struct {
 type JSONLSink struct {
 	o     JSONLOptions
 	Stats Stats
+	flush *flushSignal
 }
 
 // NewJSONL builds a JSON Lines sink replica; Run starts it.
 func NewJSONL(o JSONLOptions) *JSONLSink {
-	s := &JSONLSink{o: o}
+	s := &JSONLSink{o: o, flush: newFlushSignal()}
 	registerStats(o.Registerer, "archive_jsonl", &s.Stats)
 	return s
 }
@@ -75,7 +76,7 @@ func (s *JSONLSink) Run(ctx context.Context) error {
 		return err
 	}
 	dlq := bus.DeadLetters{JS: s.o.JS, Names: s.o.Names, Service: "archive", MaxDeliver: s.o.MaxDeliver}
-	return run(ctx, c, &jsonlWriter{f: lf, stats: &s.Stats}, dlq, &s.Stats, log)
+	return run(ctx, c, &jsonlWriter{f: lf, stats: &s.Stats}, s.flush, dlq, &s.Stats, log)
 }
 
 type jsonlWriter struct {

@@ -81,6 +81,7 @@ type Out struct {
 	cons jetstream.Consumer
 	// stopped is closed when Run returns.
 	stopped chan struct{}
+	flush   *flushSignal // Drain: the crawl has finished, write batches at once
 
 	Lines       atomic.Int64 // lines written
 	Checkpoints atomic.Int64 // batches made durable
@@ -131,7 +132,7 @@ func NewOut(o OutOptions) *Out {
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultOutAckWait
 	}
-	w := &Out{o: o, ckpt: o.Path + ".checkpoint", stopped: make(chan struct{})}
+	w := &Out{o: o, ckpt: o.Path + ".checkpoint", stopped: make(chan struct{}), flush: newFlushSignal()}
 	bus.RegisterCounters(o.Registerer, "out",
 		bus.Counter{Name: "lines_total", Help: "Lines written to the --out file.", Value: &w.Lines},
 		bus.Counter{Name: "checkpoints_total", Help: "Batches of the --out file made durable (fsync and checkpoint).", Value: &w.Checkpoints},
@@ -192,6 +193,7 @@ func (w *Out) Drain(ctx context.Context) error {
 	if w.cons == nil {
 		return errors.New("--out: Drain before Prepare")
 	}
+	w.flush.Now() // nothing more is coming: write each batch as it is pulled
 	for {
 		ci, err := w.cons.Info(ctx)
 		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
@@ -246,7 +248,7 @@ func (w *Out) loop(ctx context.Context) error {
 		return starting(ctx, err)
 	}
 	for {
-		batch := gather(ctx, msgs, w.o.MaxBatch, w.o.Every)
+		batch := gather(ctx, msgs, w.o.MaxBatch, w.o.Every, w.flush)
 		if batch == nil {
 			return nil
 		}

@@ -299,3 +299,57 @@ func TestOutNewStartsNothing(t *testing.T) {
 		t.Error("Prepare of an impossible path succeeded")
 	}
 }
+
+// At a finished crawl's end nothing more is coming: Drain has the writer
+// write what it holds at once instead of waiting out its batch's linger
+// (here an hour; by default a second, which every `trawler run --out` paid
+// at its end).
+func TestOutDrainDoesNotWaitForTheLinger(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	o := outOptions(js, names, path)
+	o.Every = time.Hour
+	w, finish := startOut(t, o, nil)
+	publishParsed(t, js, names, 0, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Drain waited for the batch's linger: %d of 5 lines written", w.Lines.Load())
+	}
+	if err := finish(false); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, path, 5)
+}
+
+// gather hands its batch over when the flush signal comes, however long the
+// linger, and lingers no more once it has come.
+func TestGatherStopsLingeringOnFlush(t *testing.T) {
+	in := make(chan jetstream.Msg, 4)
+	in <- nil
+	flush := newFlushSignal()
+	got := make(chan int, 1)
+	go func() { got <- len(gather(context.Background(), in, 10, time.Hour, flush)) }()
+	select {
+	case n := <-got:
+		t.Fatalf("gather returned %d messages before the flush", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	flush.Now()
+	select {
+	case n := <-got:
+		if n != 1 {
+			t.Fatalf("gather returned %d messages, want 1", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gather still lingers after the flush")
+	}
+	flush.Now() // twice is harmless
+	in <- nil
+	if n := len(gather(context.Background(), in, 10, time.Hour, flush)); n != 1 {
+		t.Fatalf("after the flush gather returned %d messages, want 1", n)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,9 +97,9 @@ const syncEvery = time.Second
 // gather waits for a first message, then collects more until max messages
 // or linger after the first, or until in closes or ctx ends; nil when ctx
 // ended or in closed before a first message.
-func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.Duration) []jetstream.Msg {
+func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.Duration, flush *flushSignal) []jetstream.Msg {
 	batch := bus.Batch(ctx, in, max)
-	if batch == nil || len(batch) >= max || linger <= 0 {
+	if batch == nil || len(batch) >= max || linger <= 0 || flush.closed() {
 		return batch
 	}
 	t := time.NewTimer(linger)
@@ -112,11 +113,40 @@ func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.D
 			batch = bus.Drain(in, append(batch, m), max)
 		case <-t.C:
 			return batch
+		case <-flush.C():
+			return batch
 		case <-ctx.Done():
 			return batch
 		}
 	}
 	return batch
+}
+
+// flushSignal ends the lingering of a sink's batches for good: Now is
+// called once a finished crawl's end is reached (Drain), and from then on
+// gather hands over each batch as soon as it is pulled. Without it, the end
+// of every `trawler run` with --out or --archive waited up to a batch's
+// linger (a second) for pages that would never come.
+type flushSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newFlushSignal() *flushSignal { return &flushSignal{ch: make(chan struct{})} }
+
+// Now ends the lingering; safe to call more than once.
+func (f *flushSignal) Now() { f.once.Do(func() { close(f.ch) }) }
+
+// C is closed by Now.
+func (f *flushSignal) C() <-chan struct{} { return f.ch }
+
+func (f *flushSignal) closed() bool {
+	select {
+	case <-f.ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // writer is what a sink loop drives: write a batch (returning the messages
@@ -129,7 +159,7 @@ type writer interface {
 }
 
 // run pulls from c and hands batches to w until ctx ends, then closes w.
-func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
+func run(ctx context.Context, c jetstream.Consumer, w writer, flush *flushSignal, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
 	msgs, err := bus.PullBatches(ctx, c, batchMax)
 	if err != nil {
 		return starting(ctx, err)
@@ -140,7 +170,7 @@ func run(ctx context.Context, c jetstream.Consumer, w writer, dlq bus.DeadLetter
 	go func() {
 		defer close(batches)
 		for {
-			b := gather(ctx, msgs, batchMax, syncEvery)
+			b := gather(ctx, msgs, batchMax, syncEvery, flush)
 			if b == nil {
 				return
 			}

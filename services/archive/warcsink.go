@@ -34,11 +34,12 @@ type WARCOptions struct {
 type WARCSink struct {
 	o     WARCOptions
 	Stats Stats
+	flush *flushSignal
 }
 
 // NewWARC builds a WARC sink replica; Run starts it.
 func NewWARC(o WARCOptions) *WARCSink {
-	s := &WARCSink{o: o}
+	s := &WARCSink{o: o, flush: newFlushSignal()}
 	registerStats(o.Registerer, "archive_warc", &s.Stats)
 	return s
 }
@@ -83,7 +84,7 @@ func (s *WARCSink) Run(ctx context.Context) error {
 		return err
 	}
 	dlq := bus.DeadLetters{JS: s.o.JS, Names: s.o.Names, Service: "archive", MaxDeliver: s.o.MaxDeliver}
-	return run(ctx, c, &warcWriter{w: w, ua: s.o.UserAgent, stats: &s.Stats}, dlq, &s.Stats, log)
+	return run(ctx, c, &warcWriter{w: w, ua: s.o.UserAgent, stats: &s.Stats}, s.flush, dlq, &s.Stats, log)
 }
 
 type warcWriter struct {
