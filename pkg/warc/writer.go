@@ -2,16 +2,18 @@ package warc
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Suffix ends the name of every completed WARC file; OpenSuffix is added to
@@ -133,13 +135,21 @@ func (w *Writer) Write(recs ...*Record) error {
 	return w.append(buf.Bytes())
 }
 
+// gzipWriters are reused across records: a new compressor allocates
+// ~800 KB of state, more than the record it compresses. klauspost's gzip,
+// not the standard library's: 70 against 390 µs per 16 KB response
+// record at the default level, 7 % larger (BenchmarkCompressRecord).
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
 // compress appends r to buf as one gzip member.
 func compress(buf *bytes.Buffer, r *Record) error {
 	raw, err := Marshal(r)
 	if err != nil {
 		return err
 	}
-	z := gzip.NewWriter(buf)
+	z := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(z)
+	z.Reset(buf)
 	if _, err := z.Write(raw); err != nil {
 		return err
 	}
