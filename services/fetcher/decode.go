@@ -2,15 +2,15 @@ package fetcher
 
 import (
 	"bufio"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
 )
 
 // The client asks for compressed bodies and decodes them itself
