@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
 // A result whose publish failed past the in-place window (here: the pages
@@ -18,24 +21,9 @@ import (
 // zero) is published again on the task's redelivery, not fetched again: the
 // host sees one request.
 func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, "<html><body>once</body></html>")
-	}))
-	defer srv.Close()
-	js, names := testbus.Start(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pages, err := js.Stream(ctx, names.StreamPages())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := pages.CachedInfo().Config
-	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
-		t.Fatal(err)
-	}
+	js, names, srv, hits, restore := withoutPagesStream(t, ctx)
 	svc := newFetcher(js, names, 2, 5*time.Second)
 	svc.republishFor = 0
 	go svc.Run(ctx)
@@ -45,9 +33,7 @@ func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
 		defer svc.unsent.mu.Unlock()
 		return len(svc.unsent.byID) == 1
 	})
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	testutil.Eventually(t, 30*time.Second, "the redelivery to publish the kept result", func() bool { return svc.Stats.Republished.Load() == 1 })
 	testutil.Eventually(t, 10*time.Second, "the page in its stream", func() bool {
 		info, err := js.Stream(ctx, names.StreamPages())
@@ -65,31 +51,14 @@ func TestUnpublishedResultIsRepublishedNotRefetched(t *testing.T) {
 // gets it and fetches the URL again outside the host's gap. The task is
 // delivered once and acked; the host sees one request.
 func TestFailedPublishIsRetriedHoldingTheTask(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, "<html><body>once</body></html>")
-	}))
-	defer srv.Close()
-	js, names := testbus.Start(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pages, err := js.Stream(ctx, names.StreamPages())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := pages.CachedInfo().Config
-	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
-		t.Fatal(err)
-	}
+	js, names, srv, hits, restore := withoutPagesStream(t, ctx)
 	svc := runFetcher(ctx, js, names, 2, 5*time.Second)
 	publishTask(t, js, names, "t1", srv.URL+"/")
 	testutil.Eventually(t, 30*time.Second, "the fetch", func() bool { return hits.Load() == 1 })
 	time.Sleep(time.Second) // a few failed retries
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	testutil.Eventually(t, 30*time.Second, "the retry to publish the result", func() bool { return svc.Stats.Republished.Load() == 1 })
 	cons, err := js.Consumer(ctx, names.StreamFetch(), names.ConsumerFetcher())
 	if err != nil {
@@ -111,5 +80,34 @@ func TestFailedPublishIsRetriedHoldingTheTask(t *testing.T) {
 	}
 	if n := hits.Load(); n != 1 {
 		t.Errorf("URL fetched %d times, want 1", n)
+	}
+}
+
+// withoutPagesStream starts a bus whose pages stream is gone (every publish
+// of a fetch result fails) and a server that counts its requests; restore
+// creates the stream again.
+func withoutPagesStream(t *testing.T, ctx context.Context) (jetstream.JetStream, subjects.Names, *httptest.Server, *atomic.Int32, func()) {
+	t.Helper()
+	hits := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>once</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	js, names := testbus.Start(t, 1)
+	pages, err := js.Stream(ctx, names.StreamPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pages.CachedInfo().Config
+	if err := js.DeleteStream(ctx, names.StreamPages()); err != nil {
+		t.Fatal(err)
+	}
+	return js, names, srv, hits, func() {
+		t.Helper()
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
