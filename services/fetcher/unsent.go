@@ -104,15 +104,23 @@ const republishWindow = 30 * time.Second
 // another fetcher replica, which has no kept result and fetches the URL
 // again, at a time no politeness gap governs: the first publish may have
 // been stored with only its ack lost, and the frontier already issued the
-// host's next URL. It returns the last error when the window ends.
+// host's next URL. It returns the last error when the window ends, or at
+// once when the fetcher shuts down (ctx outlives shutdown: it is the
+// workers' context, so the shutdown is Run's, s.life).
 func (s *Service) publishAgain(ctx context.Context, m jetstream.Msg, url string, out []*nats.Msg, ids []string, err error) error {
 	s.o.Log.Warn("publishing fetch result failed; retrying while holding the task", "url", url, "err", err, "for", s.republishFor)
+	stopping := ctx.Done()
+	if s.life != nil {
+		stopping = s.life.Done()
+	}
 	deadline := time.Now().Add(s.republishFor)
 	wait := 100 * time.Millisecond
 	for tries := 1; time.Now().Add(wait).Before(deadline); tries++ {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
+			return err
+		case <-stopping:
 			return err
 		}
 		_ = m.InProgress()
