@@ -12,7 +12,8 @@ import (
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
-// Settled waits until consumer has acked everything on stream, then checks
+// Settled waits until consumer (one that takes the whole stream) has been
+// delivered and has acked everything on stream, then checks
 // that nothing was redelivered and nothing went to the dead-letter stream.
 func Settled(t testing.TB, js jetstream.JetStream, names subjects.Names, stream, consumer string) {
 	t.Helper()
@@ -21,13 +22,27 @@ func Settled(t testing.TB, js jetstream.JetStream, names subjects.Names, stream,
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var pending, ackPending, redelivered uint64
 	testutil.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		// Every message stored so far delivered, then none pending: a
+		// message just published may not count as pending yet, and
+		// "nothing pending" alone passed before it was even delivered.
+		sinfo, err := st.Info(ctx)
+		if err != nil {
+			return err
+		}
 		info, err := c.Info(ctx)
 		if err != nil {
 			return err
 		}
 		pending, ackPending, redelivered = info.NumPending, uint64(info.NumAckPending), uint64(info.NumRedelivered)
+		if info.Delivered.Stream < sinfo.State.LastSeq {
+			return fmt.Errorf("%s: delivered up to %d of %d", consumer, info.Delivered.Stream, sinfo.State.LastSeq)
+		}
 		if pending != 0 || ackPending != 0 {
 			return fmt.Errorf("%s: %d pending, %d not acked", consumer, pending, ackPending)
 		}
