@@ -47,6 +47,10 @@ type Deps struct {
 	// member is this process's place in the ownership table, once a
 	// dedup or frontier service joined it.
 	member atomic.Pointer[ownership.Member]
+	// closed is set by OpenEmbedded without a listener: no other process
+	// can reach this NATS server, so the fetcher's per-IP table can live
+	// in memory (ipgate.OpenLocal).
+	closed bool
 
 	closers []func() error
 }
@@ -150,6 +154,7 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 	d.Store = st
 	d.closers = append(d.closers, st.Close)
 	d.Registry.MustRegister(st.Collectors()...) // trawler_store_commits_total, _writes_total
+	d.closed = listen == ""
 	eo := bus.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Listen: listen,
 		Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, Log: log.With("lib", "nats-server")}
 	if w := listenWarning(listen, eo); w != "" {

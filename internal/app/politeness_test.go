@@ -195,3 +195,39 @@ func TestPolitenessHeldAcrossRestart(t *testing.T) {
 		}
 	}
 }
+
+// `trawler run` without a NATS listener keeps the per-IP table in memory
+// (no other process can share it): two hosts on one address still see one
+// request at a time between them, with four fetch workers.
+func TestRunLocalIPGateHoldsTheCeiling(t *testing.T) {
+	site := testsite.New()
+	sharedA := site.AddHost(t, "shared-a", "127.0.2.5")
+	sharedB := site.AddHost(t, "shared-b", "127.0.2.5")
+	hosts := []*testsite.Host{sharedA, sharedB}
+	testsite.Generate(hosts, 10, 3, 7)
+	sharedA.SetDelay(10 * time.Millisecond)
+	sharedB.SetDelay(10 * time.Millisecond)
+	seeds := []string{sharedA.URL("/"), sharedB.URL("/")}
+	want := site.Reachable(seeds, func(*urlURL) bool { return true }, -1)
+	cfg := testConfig(t, seeds)
+	cfg.PolitenessDelay, cfg.PolitenessFactor = 0, 0
+	cfg.IPMaxConcurrent = 1
+	cfg.FetchWorkers = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	assertFetchedOnce(t, site, want)
+	spans := append(sharedA.Spans(), sharedB.Spans()...)
+	slices.SortFunc(spans, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i][0].Before(spans[i-1][1]) {
+			t.Errorf("shared address: a request started at %v while another ran until %v",
+				spans[i][0].Format("15:04:05.000"), spans[i-1][1].Format("15:04:05.000"))
+		}
+	}
+	if len(spans) < len(want) {
+		t.Errorf("%d requests to the shared address, want at least %d", len(spans), len(want))
+	}
+}

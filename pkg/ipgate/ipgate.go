@@ -48,7 +48,8 @@ type Options struct {
 
 // Gate is the per-IP lease table. A nil *Gate lets everything through.
 type Gate struct {
-	kv  jetstream.KeyValue
+	kv  jetstream.KeyValue // nil: the table is local (mem)
+	mem *localTable
 	o   Options
 	now func() time.Time
 
@@ -101,6 +102,78 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, o Options)
 		return nil, fmt.Errorf("ip gate bucket %s: %w", bucket, err)
 	}
 	return &Gate{kv: kv, o: o, now: o.Now, last: map[string]cached{}}, nil
+}
+
+// OpenLocal returns a gate whose table lives in this process, for a crawl
+// whose fetchers all run here and share it (`trawler run` with no NATS
+// listener: no other process can reach the bucket). The rules are the
+// same; what goes is a key-value round trip and a stored message per
+// grant and release. nil when o sets no limit, as Open.
+func OpenLocal(o Options) *Gate {
+	if o.Ceiling <= 0 && o.Gap <= 0 {
+		return nil
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Gate{mem: &localTable{m: map[string]localEntry{}}, o: o, now: o.Now, last: map[string]cached{}}
+}
+
+// localTable is OpenLocal's table: the bucket's compare-and-set on
+// revisions, in memory. Entries are copied in and out, as the bucket's
+// encoding does.
+type localTable struct {
+	mu  sync.Mutex
+	m   map[string]localEntry
+	rev uint64
+}
+
+type localEntry struct {
+	e   entry
+	rev uint64
+}
+
+func (t *localTable) get(key string) (entry, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	le, ok := t.m[key]
+	if !ok {
+		return entry{}, 0
+	}
+	return le.e.clone(), le.rev
+}
+
+// put stores e if key is at rev (0: absent), and returns its new revision;
+// now is the gate's clock (unix ms).
+func (t *localTable) put(key string, e entry, rev uint64, now int64) (uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if le, ok := t.m[key]; ok && le.rev != rev || !ok && rev != 0 {
+		return 0, false
+	}
+	t.rev++
+	if len(e.Leases) == 0 && e.Next <= now {
+		// Idle and past its gap: nothing to keep (the bucket's keys
+		// age out by TTL instead).
+		delete(t.m, key)
+		return 0, true
+	}
+	t.m[key] = localEntry{e: e.clone(), rev: t.rev}
+	return t.rev, true
+}
+
+func (e entry) clone() entry {
+	c := entry{Next: e.Next}
+	if len(e.Leases) > 0 {
+		c.Leases = make(map[string]int64, len(e.Leases))
+		for id, exp := range e.Leases {
+			c.Leases[id] = exp
+		}
+	}
+	return c
 }
 
 // Lease is a granted slot; Release gives it back.
@@ -299,6 +372,10 @@ func (e *entry) prune(now int64) {
 }
 
 func (g *Gate) get(ctx context.Context, key string) (entry, uint64, error) {
+	if g.mem != nil {
+		e, rev := g.mem.get(key)
+		return e, rev, nil
+	}
 	kve, err := g.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return entry{}, 0, nil
@@ -316,6 +393,15 @@ func (g *Gate) get(ctx context.Context, key string) (entry, uint64, error) {
 // put writes e if the key is still at rev (0: the key must not exist). It
 // reports false when another fetcher changed the key first.
 func (g *Gate) put(ctx context.Context, key string, e entry, rev uint64) (bool, error) {
+	if g.mem != nil {
+		newRev, ok := g.mem.put(key, e, rev, g.now().UnixMilli())
+		if ok {
+			g.remember(key, e, newRev)
+		} else {
+			g.forget(key)
+		}
+		return ok, nil
+	}
 	data, err := json.Marshal(e)
 	if err != nil {
 		return false, err

@@ -14,18 +14,49 @@ import (
 
 // Several gates on one bucket (as several fetcher replicas) never let more
 // than Ceiling requests run on one address, and space their starts by Gap.
-func TestCeilingAndGapAcrossReplicas(t *testing.T) {
-	js, names := testbus.Start(t, 1)
-	ctx := context.Background()
-	const ceiling, gap = 2, 20 * time.Millisecond
+// openGates returns n gates sharing one table: the bucket (Open), or, with
+// local, one table in memory (OpenLocal's, shared as a process's fetcher
+// workers share it).
+func openGates(t *testing.T, n int, o Options, local bool) []*Gate {
+	t.Helper()
 	var gates []*Gate
-	for range 3 {
-		g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: ceiling, Gap: gap, LeaseTTL: time.Minute})
+	if local {
+		first := OpenLocal(o)
+		for range n {
+			g := OpenLocal(o)
+			g.mem = first.mem
+			gates = append(gates, g)
+		}
+		return gates
+	}
+	js, names := testbus.Start(t, 1)
+	for range n {
+		g, err := Open(context.Background(), js, names.IPBucket(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		gates = append(gates, g)
 	}
+	return gates
+}
+
+// eachTable runs test against the bucket and against a local table.
+func eachTable(t *testing.T, test func(t *testing.T, local bool)) {
+	for _, local := range []bool{false, true} {
+		name := "bucket"
+		if local {
+			name = "local"
+		}
+		t.Run(name, func(t *testing.T) { test(t, local) })
+	}
+}
+
+func TestCeilingAndGapAcrossReplicas(t *testing.T) { eachTable(t, testCeilingAndGap) }
+
+func testCeilingAndGap(t *testing.T, local bool) {
+	ctx := context.Background()
+	const ceiling, gap = 2, 20 * time.Millisecond
+	gates := openGates(t, 3, Options{Ceiling: ceiling, Gap: gap, LeaseTTL: time.Minute}, local)
 	var (
 		inFlight, peak atomic.Int32
 		mu             sync.Mutex
@@ -84,14 +115,12 @@ func TestCeilingAndGapAcrossReplicas(t *testing.T) {
 }
 
 // A lease whose holder died expires; Release of a nil lease is harmless.
-func TestLeaseExpires(t *testing.T) {
-	js, names := testbus.Start(t, 1)
+func TestLeaseExpires(t *testing.T) { eachTable(t, testLeaseExpires) }
+
+func testLeaseExpires(t *testing.T, local bool) {
 	ctx := context.Background()
 	var clock testutil.Clock
-	g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1, LeaseTTL: 100 * time.Millisecond, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := openGates(t, 1, Options{Ceiling: 1, LeaseTTL: 100 * time.Millisecond, Now: clock.Now}, local)[0]
 	l, _, err := g.Acquire(ctx, "10.0.0.2")
 	if err != nil || l == nil {
 		t.Fatalf("first Acquire: %v %v", l, err)
@@ -114,8 +143,12 @@ func TestLeaseExpires(t *testing.T) {
 	if l, wait, err := none.Acquire(ctx, "10.0.0.3"); l != nil || wait != 0 || err != nil {
 		t.Errorf("nil gate: %v %v %v", l, wait, err)
 	}
+	js, names := testbus.Start(t, 1)
 	if g, err := Open(ctx, js, names.IPBucket(), Options{}); g != nil || err != nil {
 		t.Errorf("Open without limits = %v, %v; want no gate", g, err)
+	}
+	if g := OpenLocal(Options{}); g != nil {
+		t.Errorf("OpenLocal without limits = %v; want no gate", g)
 	}
 }
 
@@ -129,17 +162,11 @@ func TestKey(t *testing.T) {
 
 // Issue 19 #11: many leases on one address released at once all go, however
 // the compare-and-set races fall; none is left to hold a slot until expiry.
-func TestReleaseUnderContentionLeavesNoLease(t *testing.T) {
-	js, names := testbus.Start(t, 1)
+func TestReleaseUnderContentionLeavesNoLease(t *testing.T) { eachTable(t, testReleaseUnderContention) }
+
+func testReleaseUnderContention(t *testing.T, local bool) {
 	ctx := context.Background()
-	var gates []*Gate
-	for range 4 {
-		g, err := Open(ctx, js, names.IPBucket(), Options{Ceiling: 1000, LeaseTTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gates = append(gates, g)
-	}
+	gates := openGates(t, 4, Options{Ceiling: 1000, LeaseTTL: time.Hour}, local)
 	var leases []*Lease
 	for i := range 64 {
 		l, _, err := gates[i%len(gates)].Wait(ctx, "10.0.0.9", 10*time.Second)
@@ -165,5 +192,39 @@ func TestReleaseUnderContentionLeavesNoLease(t *testing.T) {
 	}
 	if len(e.Leases) != 0 {
 		t.Fatalf("%d leases left after every holder released", len(e.Leases))
+	}
+}
+
+// The local table forgets an address once it holds no lease and its gap has
+// passed (the bucket's keys age out instead), and not before: a release
+// inside the gap keeps the gap.
+func TestLocalTableForgetsIdleAddresses(t *testing.T) {
+	ctx := context.Background()
+	var clock testutil.Clock
+	g := OpenLocal(Options{Ceiling: 1, Gap: 50 * time.Millisecond, LeaseTTL: time.Minute, Now: clock.Now})
+	l, _, err := g.Acquire(ctx, "10.0.0.4")
+	if err != nil || l == nil {
+		t.Fatalf("Acquire: %v %v", l, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l2, wait, _ := g.Acquire(ctx, "10.0.0.4"); l2 != nil || wait <= 0 {
+		t.Fatalf("Acquire inside the gap after a release: %v, wait %v; want a wait", l2, wait)
+	}
+	clock.Advance(50 * time.Millisecond)
+	l, _, err = g.Acquire(ctx, "10.0.0.4")
+	if err != nil || l == nil {
+		t.Fatalf("Acquire after the gap: %v %v", l, err)
+	}
+	clock.Advance(time.Second) // a fetch longer than the gap
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.mem.mu.Lock()
+	n := len(g.mem.m)
+	g.mem.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d addresses kept after the last release past the gap, want 0", n)
 	}
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// starts; both zero turn the gate off.
 	IPCeiling int
 	IPGap     time.Duration
+	// LocalIPGate keeps the per-IP table in this process instead of the
+	// NATS bucket: for a fetcher no other can share addresses with
+	// (`trawler run` without a NATS listener).
+	LocalIPGate bool
 	// Backlog: fetching waits while more than this many fetched pages wait
 	// for BacklogReaders, consumers of pages.fetched (default: the
 	// parser's); 0 turns the limit off (--fetch-backlog, backlog.go).
@@ -197,10 +201,10 @@ func (s *Service) Run(ctx context.Context) error {
 	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
 		s.keepAliveEvery = min(s.keepAliveEvery, info.Config.AckWait/3)
 	}
-	s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), ipgate.Options{
-		Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now,
-	})
-	if err != nil {
+	gateOpts := ipgate.Options{Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now}
+	if s.o.LocalIPGate {
+		s.ipGate = ipgate.OpenLocal(gateOpts)
+	} else if s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), gateOpts); err != nil {
 		return err
 	}
 	if !s.o.IgnoreRobots {
