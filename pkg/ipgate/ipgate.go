@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -165,16 +166,7 @@ func (t *localTable) put(key string, e entry, rev uint64, now int64) (uint64, bo
 	return t.rev, true
 }
 
-func (e entry) clone() entry {
-	c := entry{Next: e.Next}
-	if len(e.Leases) > 0 {
-		c.Leases = make(map[string]int64, len(e.Leases))
-		for id, exp := range e.Leases {
-			c.Leases[id] = exp
-		}
-	}
-	return c
-}
+func (e entry) clone() entry { return entry{Next: e.Next, Leases: maps.Clone(e.Leases)} }
 
 // Lease is a granted slot; Release gives it back.
 type Lease struct {
@@ -341,11 +333,7 @@ func (g *Gate) cachedEntry(key string) (entry, uint64, bool) {
 	if !ok {
 		return entry{}, 0, false
 	}
-	e := entry{Next: c.e.Next, Leases: make(map[string]int64, len(c.e.Leases))}
-	for id, exp := range c.e.Leases {
-		e.Leases[id] = exp
-	}
-	return e, c.rev, true
+	return c.e.clone(), c.rev, true
 }
 
 func (g *Gate) remember(key string, e entry, rev uint64) {
@@ -393,34 +381,38 @@ func (g *Gate) get(ctx context.Context, key string) (entry, uint64, error) {
 // put writes e if the key is still at rev (0: the key must not exist). It
 // reports false when another fetcher changed the key first.
 func (g *Gate) put(ctx context.Context, key string, e entry, rev uint64) (bool, error) {
+	newRev, ok, err := g.write(ctx, key, e, rev)
+	if ok {
+		g.remember(key, e, newRev)
+	} else {
+		g.forget(key)
+	}
+	return ok, err
+}
+
+// write is put's compare-and-set on the table: the bucket's, or the local
+// one. ok is false when another writer changed the key first.
+func (g *Gate) write(ctx context.Context, key string, e entry, rev uint64) (newRev uint64, ok bool, err error) {
 	if g.mem != nil {
-		newRev, ok := g.mem.put(key, e, rev, g.now().UnixMilli())
-		if ok {
-			g.remember(key, e, newRev)
-		} else {
-			g.forget(key)
-		}
-		return ok, nil
+		newRev, ok = g.mem.put(key, e, rev, g.now().UnixMilli())
+		return newRev, ok, nil
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	var newRev uint64
 	if rev == 0 {
 		newRev, err = g.kv.Create(ctx, key, data)
 	} else {
 		newRev, err = g.kv.Update(ctx, key, data, rev)
 	}
-	if err == nil {
-		g.remember(key, e, newRev)
-		return true, nil
+	switch {
+	case err == nil:
+		return newRev, true, nil
+	case errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err):
+		return 0, false, nil
 	}
-	g.forget(key)
-	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
-		return false, nil
-	}
-	return false, fmt.Errorf("ipgate: put %s: %w", key, err)
+	return 0, false, fmt.Errorf("ipgate: put %s: %w", key, err)
 }
 
 func isWrongSequence(err error) bool {
