@@ -142,14 +142,7 @@ func TestPolitenessAuditFourFetchers(t *testing.T) {
 		t.Logf("host %s: %d requests, smallest gap %v", h.Name, len(h.Spans()), h.MinGap())
 	}
 	// One IP address, two hosts: never two requests at once (--ip-max-concurrent 1).
-	spans := append(sharedA.Spans(), sharedB.Spans()...)
-	slices.SortFunc(spans, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
-	for i := 1; i < len(spans); i++ {
-		if spans[i][0].Before(spans[i-1][1]) {
-			t.Errorf("shared address: a request started at %v while another ran until %v",
-				spans[i][0].Format("15:04:05.000"), spans[i-1][1].Format("15:04:05.000"))
-		}
-	}
+	oneAtATime(t, sharedA, sharedB)
 	t.Logf("%d pages, %d fetched by the extra replicas, in %v", len(want), byExtras, res.sum.Elapsed)
 }
 
@@ -219,7 +212,20 @@ func TestRunLocalIPGateHoldsTheCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertFetchedOnce(t, site, want)
-	spans := append(sharedA.Spans(), sharedB.Spans()...)
+	spans := oneAtATime(t, sharedA, sharedB)
+	if len(spans) < len(want) {
+		t.Errorf("%d requests to the shared address, want at least %d", len(spans), len(want))
+	}
+}
+
+// oneAtATime checks that the hosts, sharing one address, never had two
+// requests at once, and returns their requests' spans.
+func oneAtATime(t *testing.T, hosts ...*testsite.Host) [][2]time.Time {
+	t.Helper()
+	var spans [][2]time.Time
+	for _, h := range hosts {
+		spans = append(spans, h.Spans()...)
+	}
 	slices.SortFunc(spans, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
 	for i := 1; i < len(spans); i++ {
 		if spans[i][0].Before(spans[i-1][1]) {
@@ -227,7 +233,5 @@ func TestRunLocalIPGateHoldsTheCeiling(t *testing.T) {
 				spans[i][0].Format("15:04:05.000"), spans[i-1][1].Format("15:04:05.000"))
 		}
 	}
-	if len(spans) < len(want) {
-		t.Errorf("%d requests to the shared address, want at least %d", len(spans), len(want))
-	}
+	return spans
 }
