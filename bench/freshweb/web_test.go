@@ -388,6 +388,9 @@ func TestServeOverTheWire(t *testing.T) {
 	if len(log) != w.Len()+4 {
 		t.Fatalf("%d requests logged, want %d", len(log), w.Len()+4)
 	}
+	// Entries are appended as responses finish, which need not be the order the
+	// requests began in; this client sent them one after another.
+	slices.SortFunc(log, func(a, b Request) int { return a.Start.Compare(b.Start) })
 	full, cond := log[len(log)-4], log[len(log)-3]
 	if full.Host != 1 || full.Page != 3 || full.Wire <= full.Body || full.Body < 512 {
 		t.Errorf("200 logged as %+v", full)
