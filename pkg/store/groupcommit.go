@@ -33,6 +33,8 @@ import (
 // the pacing; smallGroups such groups in a row end it, and a new trial (one
 // paced group) comes probeEvery later, twice as late after each trial that
 // failed, up to maxProbeEvery. A chain pays one interval per maxProbeEvery.
+// An unpaced group of paceFrom writes or more (writers queued behind the
+// previous commit, which a chain never does) calls a trial at once.
 // A group also starts at once when maxGroup writes wait, or the store
 // closes.
 //
@@ -257,8 +259,15 @@ func (g *groupCommit) lead() {
 	g.mu.Unlock()
 
 	g.last = time.Now()
-	if paced {
+	switch {
+	case paced:
 		g.learn(len(group))
+	case !g.paced && len(group) >= g.paceFrom:
+		// Writers queued up behind an unpaced commit: they write
+		// independently, so the next group is a trial now, not after
+		// the back-off of earlier failed trials (the start of a crawl,
+		// one host found so far, fails them all).
+		g.probeAt, g.probeGap = time.Time{}, probeEvery
 	}
 	g.run(group)
 

@@ -57,7 +57,23 @@ func TestGroupCommitChainIsNotPaced(t *testing.T) {
 // interval, each shared by many writes.
 func TestGroupCommitPacesConcurrentWriters(t *testing.T) {
 	const interval = 40 * time.Millisecond
+	writeConcurrently(t, openGroupTest(t, interval), interval)
+}
+
+// Writers that queue up behind unpaced commits call a trial of pacing at
+// once, however late failed trials had put off the next one (the start of
+// a crawl: one host found, a chain of writes; then many hosts at once).
+func TestGroupCommitQueuedWritersCallATrial(t *testing.T) {
+	const interval = 40 * time.Millisecond
 	b := openGroupTest(t, interval)
+	b.writes.probeAt, b.writes.probeGap = time.Now().Add(time.Hour), maxProbeEvery
+	writeConcurrently(t, b, interval)
+}
+
+// writeConcurrently has 16 writers write for 1.2 s and checks that their
+// writes were paced.
+func writeConcurrently(t *testing.T, b *Bolt, interval time.Duration) {
+	t.Helper()
 	ctx := context.Background()
 	const writers, run = 16, 1200 * time.Millisecond
 	stop := time.Now().Add(run)
