@@ -73,6 +73,9 @@ type RunOptions struct {
 	Progress io.Writer // live progress (nil: none)
 	// Listen exposes the embedded NATS server on TCP (for taps and status).
 	Listen string
+	// MemoryLimit is the resident memory to hold the process near (0:
+	// none; see HoldMemory).
+	MemoryLimit config.Size
 }
 
 // RunAll crawls with every service in this process over an embedded NATS
@@ -80,6 +83,9 @@ type RunOptions struct {
 // ends. A later call with the same data dir resumes.
 func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logger) (Summary, error) {
 	start := time.Now()
+	if o.MemoryLimit > 0 {
+		defer HoldMemory(o.MemoryLimit, "--memory-limit", log)()
+	}
 	d, err := OpenEmbedded(ctx, cfg, o.Listen, log)
 	if err != nil {
 		return Summary{}, err

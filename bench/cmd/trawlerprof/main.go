@@ -70,7 +70,8 @@ func run(profile, memProfile string, memAt time.Duration, name string, args []st
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if name == "run" {
-		_, err := app.RunAll(ctx, cfg, app.RunOptions{}, log)
+		// The memory limit as the trawler binary's default.
+		_, err := app.RunAll(ctx, cfg, app.RunOptions{MemoryLimit: app.MemoryTarget(app.DefaultMemoryLimit, false)}, log)
 		if errors.Is(err, app.ErrInterrupted) {
 			return nil
 		}
