@@ -250,7 +250,7 @@ var (
 func newArchive(ctx context.Context, d *Deps) (Runner, error) {
 	cfg := d.Config
 	return archive.New(archive.Options{
-		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge,
+		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge, GzipLevel: cfg.ArchiveGzipLevel,
 		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
 	}), nil
 }

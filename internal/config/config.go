@@ -169,9 +169,10 @@ type Config struct {
 
 	// Archive (run, archive): WARC files of pages.fetched and JSON Lines of
 	// pages.parsed go to this directory (services/archive).
-	Archive        string        // --archive: directory (empty: off)
-	ArchiveMaxSize int64         // --archive-max-size: complete a file at this size, default 1 GiB
-	ArchiveMaxAge  time.Duration // --archive-max-age: complete a file at this age, default 1h
+	Archive          string        // --archive: directory (empty: off)
+	ArchiveMaxSize   int64         // --archive-max-size: complete a file at this size, default 1 GiB
+	ArchiveMaxAge    time.Duration // --archive-max-age: complete a file at this age, default 1h
+	ArchiveGzipLevel int           // --archive-gzip-level: WARC records' gzip level, 1-9, default 3
 }
 
 // DefaultUserAgent is the fetcher's: it identifies the crawler with a

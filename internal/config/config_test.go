@@ -211,3 +211,19 @@ func TestRevisitFlags(t *testing.T) {
 		}
 	}
 }
+
+// --archive-gzip-level is a gzip level; another number is refused, naming
+// the flag.
+func TestArchiveGzipLevel(t *testing.T) {
+	c, err := parse(t, nil)
+	if err != nil || c.ArchiveGzipLevel != 3 {
+		t.Fatalf("default level %d, %v", c.ArchiveGzipLevel, err)
+	}
+	c, err = parse(t, []string{"--archive-gzip-level", "12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--archive-gzip-level 12: want 1 (fastest) to 9 (smallest)") {
+		t.Errorf("level 12: %v", err)
+	}
+}

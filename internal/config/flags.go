@@ -113,6 +113,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Archive, "archive", "", "write WARC files of every fetched page and JSON Lines of parsed pages to this directory (run, archive)")
 	fs.Int64Var(&c.ArchiveMaxSize, "archive-max-size", 1<<30, "complete an archive file once it has this many bytes")
 	fs.DurationVar(&c.ArchiveMaxAge, "archive-max-age", time.Hour, "complete an archive file this long after it was opened")
+	fs.IntVar(&c.ArchiveGzipLevel, "archive-gzip-level", 3, "gzip level of the WARC records, 1 (fastest) to 9 (smallest)")
 	fs.BoolVar(&c.Progress, "progress", true, "show a live progress line on stderr (run)")
 }
 

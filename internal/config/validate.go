@@ -144,6 +144,9 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--parsed-retention %q: want limits or interest", c.ParsedRetention))
 	}
+	if c.ArchiveGzipLevel < 0 || c.ArchiveGzipLevel > 9 { // 0: the writer's default
+		errs = append(errs, fmt.Errorf("--archive-gzip-level %d: want 1 (fastest) to 9 (smallest)", c.ArchiveGzipLevel))
+	}
 	if c.SplitterCacheSize < 0 {
 		errs = append(errs, errors.New("--splitter-cache-size must not be negative"))
 	}

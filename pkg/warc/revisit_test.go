@@ -24,7 +24,7 @@ func TestRevisitRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := compress(&buf, r); err != nil {
+		if err := compress(&buf, r, DefaultGzipLevel); err != nil {
 			t.Fatal(err)
 		}
 		recs, err := ReadAll(&buf)

@@ -33,6 +33,9 @@ type Options struct {
 	// MaxAge completes a file this long after it was opened, so a slow crawl
 	// still hands over files regularly (default 1h).
 	MaxAge time.Duration
+	// GzipLevel is the compression level of the records, 1 (fastest) to 9
+	// (smallest); 0 is DefaultGzipLevel.
+	GzipLevel int
 	// Info are the fields of the warcinfo record that starts every file,
 	// after format and conformsTo.
 	Info []Field
@@ -75,6 +78,12 @@ func NewWriter(o Options) (*Writer, error) {
 	}
 	if o.MaxAge <= 0 {
 		o.MaxAge = time.Hour
+	}
+	if o.GzipLevel == 0 {
+		o.GzipLevel = DefaultGzipLevel
+	}
+	if o.GzipLevel < gzip.BestSpeed || o.GzipLevel > gzip.BestCompression {
+		return nil, fmt.Errorf("warc: gzip level %d: want 1 (fastest) to 9 (smallest)", o.GzipLevel)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -127,7 +136,7 @@ func (w *Writer) Write(recs ...*Record) error {
 		if r.Type != TypeWarcinfo {
 			rec.Fields = append(append([]Field(nil), r.Fields...), Field{"WARC-Warcinfo-ID", w.infoID})
 		}
-		if err := compress(&buf, &rec); err != nil {
+		if err := compress(&buf, &rec, w.o.GzipLevel); err != nil {
 			return err
 		}
 		r.ID, r.Date = rec.ID, rec.Date
@@ -135,20 +144,37 @@ func (w *Writer) Write(recs ...*Record) error {
 	return w.append(buf.Bytes())
 }
 
-// gzipWriters are reused across records: a new compressor allocates
-// ~800 KB of state, more than the record it compresses. klauspost's gzip,
-// not the standard library's: 70 against 390 µs per 16 KB response
-// record at the default level, 7 % larger (BenchmarkCompressRecord).
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+// DefaultGzipLevel trades a little size for half the time: on 300 real
+// HTML pages (32 KB on average) level 3 takes 103 µs a page for 3.50 ×,
+// the default level 6 164 µs for 3.73 × (docs/benchmarks.md); the
+// archive's compression was a quarter of `run --archive`'s CPU at level 6.
+const DefaultGzipLevel = 3
 
-// compress appends r to buf as one gzip member.
-func compress(buf *bytes.Buffer, r *Record) error {
+// gzipWriters, one pool per level, are reused across records: a new
+// compressor allocates ~800 KB of state, more than the record it
+// compresses. klauspost's gzip, not the standard library's: 70 against
+// 390 µs per 16 KB response record at the default level, 7 % larger
+// (BenchmarkCompressRecord).
+var gzipWriters [gzip.BestCompression + 1]sync.Pool
+
+func init() {
+	for level := gzip.BestSpeed; level <= gzip.BestCompression; level++ {
+		gzipWriters[level].New = func() any {
+			z, _ := gzip.NewWriterLevel(io.Discard, level)
+			return z
+		}
+	}
+}
+
+// compress appends r to buf as one gzip member at level (1 to 9).
+func compress(buf *bytes.Buffer, r *Record, level int) error {
 	raw, err := Marshal(r)
 	if err != nil {
 		return err
 	}
-	z := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(z)
+	pool := &gzipWriters[level]
+	z := pool.Get().(*gzip.Writer)
+	defer pool.Put(z)
 	z.Reset(buf)
 	if _, err := z.Write(raw); err != nil {
 		return err
@@ -206,7 +232,7 @@ func (w *Writer) open() error {
 		Fields: []Field{{"WARC-Filename", name}}}
 	w.f, w.path, w.size, w.opened = f, path, 0, now
 	var buf bytes.Buffer
-	if err := compress(&buf, info); err != nil {
+	if err := compress(&buf, info, w.o.GzipLevel); err != nil {
 		w.abandon()
 		return err
 	}

@@ -20,6 +20,7 @@ type Options struct {
 	Dir        string
 	MaxSize    int64
 	MaxAge     time.Duration
+	GzipLevel  int // the WARC records' (warc.Options.GzipLevel)
 	UserAgent  string
 	MaxDeliver int
 	Log        *slog.Logger
@@ -51,7 +52,7 @@ func New(o Options) *Archive {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Archive{
-		WARC: NewWARC(WARCOptions{JS: o.JS, Names: o.Names, Dir: o.Dir, MaxSize: o.MaxSize, MaxAge: o.MaxAge,
+		WARC: NewWARC(WARCOptions{JS: o.JS, Names: o.Names, Dir: o.Dir, MaxSize: o.MaxSize, MaxAge: o.MaxAge, GzipLevel: o.GzipLevel,
 			UserAgent: o.UserAgent, MaxDeliver: o.MaxDeliver, Log: o.Log.With("sink", "warc"), Registerer: o.Registerer}),
 		JSONL: NewJSONL(JSONLOptions{JS: o.JS, Names: o.Names, Dir: o.Dir, MaxSize: o.MaxSize, MaxAge: o.MaxAge,
 			MaxDeliver: o.MaxDeliver, Log: o.Log.With("sink", "jsonl"), Registerer: o.Registerer}),

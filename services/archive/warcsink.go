@@ -23,6 +23,8 @@ type WARCOptions struct {
 	Dir     string        // where .warc.gz files go
 	MaxSize int64         // rotate files at this size (default 1 GiB)
 	MaxAge  time.Duration // and at this age (default 1h)
+	// GzipLevel compresses the records (warc.Options; 0: its default).
+	GzipLevel int
 	// UserAgent goes into the rebuilt request records (the crawl's --user-agent).
 	UserAgent  string
 	MaxDeliver int
@@ -71,7 +73,7 @@ func (s *WARCSink) Run(ctx context.Context) error {
 	}
 	host, _ := os.Hostname()
 	w, err := warc.NewWriter(warc.Options{
-		Dir: s.o.Dir, Prefix: s.o.Names.Prefix, MaxSize: s.o.MaxSize, MaxAge: s.o.MaxAge,
+		Dir: s.o.Dir, Prefix: s.o.Names.Prefix, MaxSize: s.o.MaxSize, MaxAge: s.o.MaxAge, GzipLevel: s.o.GzipLevel,
 		Info: []warc.Field{
 			{Name: "software", Value: "Trawler (https://github.com/trawlerhq/trawler)"},
 			{Name: "hostname", Value: host},
