@@ -29,9 +29,9 @@ func MemoryTarget(v config.Size, explicit bool) config.Size {
 
 // HoldMemory keeps the process's resident memory near target bytes until
 // stop is called, which puts back the limit before (`trawler run
-// --memory-limit`). Go's soft memory limit is set to the
-// target less the file pages the process maps (its binary, bbolt's map of
-// the store), which the collector cannot free, re-read every few seconds.
+// --memory-limit`). Go's soft memory limit is set to the target less the
+// file pages the process maps (its binary, bbolt's map of the store), which
+// the collector cannot free, re-read every few seconds.
 // Near the limit the collector runs more often instead of the heap growing
 // (an allocation never fails for it); when that takes the collector more
 // than a third of the process's CPU, a warning says so and what to do.
