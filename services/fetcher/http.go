@@ -244,12 +244,18 @@ func (c *HTTPClient) fetch(ctx context.Context, rawURL string, fo FetchOptions, 
 		out.Err, out.ErrKind = err, KindProtocol
 		return out
 	}
+	var watch *rateWatch
 	if c.opts.MinTransferRate > 0 && mayHaveBody(resp.StatusCode) {
-		w := watchRate(resp.Body, c.opts.MinTransferRate, c.opts.MinRateWindow, cancel)
-		defer w.stop()
-		resp.Body = w
+		watch = watchRate(resp.Body, c.opts.MinTransferRate, c.opts.MinRateWindow, cancel)
+		defer watch.stop()
+		resp.Body = watch
 	}
 	c.readBody(ctx, resp, &out, fo.Sitemap)
+	if slow := (*SlowError)(nil); watch != nil && errors.As(out.Err, &slow) {
+		// A read in flight when the watch gave up may still have brought
+		// a chunk, kept in the body: count what was read in the end.
+		slow.Received = watch.n.Load()
+	}
 	return out
 }
 
