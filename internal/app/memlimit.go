@@ -1,15 +1,14 @@
 package app
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/trawlerhq/trawler/internal/config"
 )
@@ -146,24 +145,13 @@ func readGC(now time.Time) gcSample {
 // fileRSS is the resident file and shared pages of this process (Linux;
 // 0 where /proc is not there).
 func fileRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+	p, err := procfs.Self()
 	if err != nil {
 		return 0
 	}
-	var total int64
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Bytes()
-		for _, key := range [][]byte{[]byte("RssFile:"), []byte("RssShmem:")} {
-			if rest, ok := bytes.CutPrefix(line, key); ok {
-				f := bytes.Fields(rest) // "12345 kB"
-				if len(f) > 0 {
-					if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
-						total += kb << 10
-					}
-				}
-			}
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
 	}
-	return total
+	return int64(st.RssFile + st.RssShmem)
 }

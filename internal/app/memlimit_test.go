@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -102,5 +103,16 @@ func TestMemoryTargetLeavesGOMEMLIMIT(t *testing.T) {
 	}
 	if got := MemoryTarget(200<<20, true); got != 200<<20 {
 		t.Errorf("given with GOMEMLIMIT set: %v", got)
+	}
+}
+
+// fileRSS reads this process's mapped file pages: some, and less than all.
+func TestFileRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc here")
+	}
+	n := fileRSS()
+	if n <= 0 || n > 1<<40 {
+		t.Errorf("fileRSS() = %d", n)
 	}
 }
