@@ -51,6 +51,10 @@ type Deps struct {
 	// can reach this NATS server, so the fetcher's per-IP table can live
 	// in memory (ipgate.OpenLocal).
 	closed bool
+	// pagesInProcess is set by run when nothing but its parser reads
+	// pages.fetched (closed, no --archive, no archive consumer left by an
+	// earlier run): the fetcher hands pages to the parser in process.
+	pagesInProcess bool
 
 	closers []func() error
 }

@@ -274,6 +274,11 @@ func TestRunAllCrawlsExactlyTheReachableSite(t *testing.T) {
 	if sum.Fetched != int64(len(want)) || sum.Errors != 1 {
 		t.Errorf("summary: fetched %d errors %d, want %d and 1", sum.Fetched, sum.Errors, len(want))
 	}
+	// The crawl's page count: its pages went to the parser in process, not
+	// through pages.fetched, and are counted all the same.
+	if sum.Total != uint64(len(want)+1) {
+		t.Errorf("summary: %d pages in the crawl, want %d", sum.Total, len(want)+1)
+	}
 	t.Logf("crawled %d URLs in %s", len(want), sum.Elapsed)
 
 	// Running again on the same data dir has nothing left to do.

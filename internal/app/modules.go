@@ -140,12 +140,16 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	backlog := cfg.FetchBacklog
+	if d.pagesInProcess {
+		backlog = 0 // the handover holds the fetcher to the parser's pace
+	}
 	return fetcher.New(fetcher.Options{
 		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed,
-		Backlog: cfg.FetchBacklog, BacklogReaders: backlogReaders(cfg, d),
+		Backlog: backlog, BacklogReaders: backlogReaders(cfg, d),
 		HTTP: fetcher.HTTPOptions{
 			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,
 			AllowedTypes: cfg.AllowedTypes, Resolver: res, MaxURLLength: cfg.MaxURLLength,
@@ -219,6 +223,26 @@ type closing struct {
 	Runner
 	io.Closer
 	log *slog.Logger
+}
+
+// unwrap returns the service a module's Runner stands for.
+func unwrap(r Runner) Runner {
+	if c, ok := r.(closing); ok {
+		return c.Runner
+	}
+	return r
+}
+
+// closeUnstarted closes what services built but never run opened (a
+// --trace-dir recorder): a later one failed to build.
+func closeUnstarted(svcs []Runner, log *slog.Logger) {
+	for _, r := range svcs {
+		if c, ok := r.(closing); ok {
+			if err := c.Closer.Close(); err != nil {
+				log.Warn("closing the fingerprint trace failed", "err", err)
+			}
+		}
+	}
 }
 
 func (c closing) Run(ctx context.Context) error {

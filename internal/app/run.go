@@ -17,6 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/services/archive"
 	"github.com/trawlerhq/trawler/services/fetcher"
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
 // ErrInterrupted is returned by RunAll when ctx ended before the crawl did.
@@ -135,6 +136,8 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		sinks = append(sinks, namedSink{"--archive", a.(Sink)})
 	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
 		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
+	} else {
+		d.pagesInProcess = d.closed
 	}
 	if cfg.Out != "" {
 		sinks = append(sinks, namedSink{"--out", newOut(d)})
@@ -168,23 +171,31 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	var wg sync.WaitGroup
 	runErr := make(chan error, len(Services)+1)
 	var fetch *fetcher.Service
-	for _, name := range Services {
+	var parse *parser.Service
+	svcs := make([]Runner, len(Services))
+	for i, name := range Services {
 		svc, err := NewService(runCtx, name, d)
 		if err != nil {
-			// The services already running stop and close what they
-			// opened (a --trace-dir recorder) before the error returns.
-			stop()
-			wg.Wait()
+			closeUnstarted(svcs[:i], log)
 			return Summary{}, err
 		}
-		if f, ok := svc.(*fetcher.Service); ok {
-			fetch = f
+		svcs[i] = svc
+		switch s := unwrap(svc).(type) {
+		case *fetcher.Service:
+			fetch = s
+		case *parser.Service:
+			parse = s
 		}
+	}
+	if d.pagesInProcess {
+		fetch.HandPagesTo(parse.Handle)
+	}
+	for i, svc := range svcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := svc.Run(runCtx); err != nil {
-				runErr <- fmt.Errorf("%s: %w", name, err)
+				runErr <- fmt.Errorf("%s: %w", Services[i], err)
 			}
 		}()
 	}
@@ -232,7 +243,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	sum := Summary{
 		Fetched: fetch.Stats.Fetched.Load(), Errors: fetch.Stats.Errors.Load(),
-		Total: last.Pages.LastSeq, Queued: last.Queued(), DeadLetters: last.DeadLetters, Elapsed: time.Since(start),
+		Total: last.PagesTotal(), Queued: last.Queued(), DeadLetters: last.DeadLetters, Elapsed: time.Since(start),
 		DroppedBudget: last.Store.DroppedBudget(), DroppedQueue: last.Store.DroppedQueue,
 	}
 	sum.Counters, _ = heartbeat.Flatten(d.Registry)
@@ -269,10 +280,10 @@ func nothingToResume(ctx context.Context, d *Deps, cfg config.Config) error {
 	switch {
 	case !s.Idle():
 		return nil
-	case s.Store.Enqueued == 0 && s.Pages.LastSeq == 0:
+	case s.Store.Enqueued == 0 && s.PagesTotal() == 0:
 		return ErrNoSeeds
 	}
-	return &FinishedError{DataDir: cfg.DataDir, Pages: s.Pages.LastSeq, Queued: s.Queued(), Scheduled: s.Store.Scheduled}
+	return &FinishedError{DataDir: cfg.DataDir, Pages: s.PagesTotal(), Queued: s.Queued(), Scheduled: s.Store.Scheduled}
 }
 
 // warnSchedule says, for a run that does not revisit, that the data dir

@@ -101,6 +101,13 @@ func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jets
 	return st.Info(ctx)
 }
 
+// PagesTotal is how many pages the crawl has fetched (and recorded), over
+// all its runs: the pages stream's count, or the parsed stream's where the
+// fetcher hands pages to the parser in process (`run` without a NATS
+// listener; only the frontier's records of URLs given up go through the
+// pages stream there). Each page yields one parsed document.
+func (s Snapshot) PagesTotal() uint64 { return max(s.Pages.LastSeq, s.Parsed.LastSeq) }
+
 // BudgetSpent reports whether --max-pages fetches have been issued.
 func (s Snapshot) BudgetSpent() bool {
 	return s.MaxPages > 0 && s.Store.Issued >= uint64(s.MaxPages)
@@ -118,6 +125,7 @@ func (s Snapshot) Idle() bool {
 func (s Snapshot) Still(later Snapshot) bool {
 	return s.Discovered.LastSeq == later.Discovered.LastSeq && s.Frontier.LastSeq == later.Frontier.LastSeq &&
 		s.Fetch.LastSeq == later.Fetch.LastSeq && s.Pages.LastSeq == later.Pages.LastSeq &&
+		s.Parsed.LastSeq == later.Parsed.LastSeq &&
 		s.Store.Enqueued == later.Store.Enqueued && s.Store.Issued == later.Store.Issued
 }
 

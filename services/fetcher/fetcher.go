@@ -116,7 +116,10 @@ type Service struct {
 	// result's publish is retried in place.
 	republishFor time.Duration
 	backlog      *backlog // nil: no limit
-	Stats        Stats
+	// handoff parses a page in process (handover.go); nil: pages are
+	// published on pages.fetched.
+	handoff func(context.Context, jetstream.Msg)
+	Stats   Stats
 }
 
 // New wires a fetcher replica; Run starts it.

@@ -42,8 +42,13 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	if out, ids, ok := s.unsent.take(task.ID); ok {
 		// Fetched before, its publish failed: publish that result again.
 		s.Stats.Republished.Add(1)
-		if err := bus.PublishAll(ctx, s.o.JS, out, ids); err != nil {
+		rest, restIDs, handed := s.handOver(ctx, m, out, ids)
+		if !handed {
 			s.unsent.keep(task.ID, out, ids)
+			return
+		}
+		if err := bus.PublishAll(ctx, s.o.JS, rest, restIDs); err != nil {
+			s.unsent.keep(task.ID, rest, restIDs)
 			s.o.Log.Warn("publishing fetch result failed again; task will be redelivered", "url", task.URL, "err", err)
 			_ = m.NakWithDelay(5 * time.Second)
 			return
@@ -63,8 +68,8 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	} else {
 		stop := make(chan struct{})
 		go keepAlive(m, s.keepAliveEvery, stop)
+		defer close(stop) // the task is held through a handover too
 		page, body, err := s.visit(ctx, task, &done)
-		close(stop)
 		if err != nil {
 			s.o.Log.Warn("robots.txt bucket unavailable; task will be redelivered", "url", task.URL, "err", err)
 			_ = m.NakWithDelay(5 * time.Second)
@@ -75,6 +80,7 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 			ids = append(ids, "page:"+task.ID)
 		}
 	}
+	// The response's end, not the report's: politeness counts from it.
 	done.FinishedAt = time.Now().UTC()
 	data, _ := messages.Encode(&done)
 	dm := nats.NewMsg(s.o.Names.FrontierDone(task.Partition))
@@ -82,6 +88,12 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	dm.Header.Set(messages.HeaderKind, "done")
 	out = append(out, dm)
 	ids = append(ids, "done:"+task.ID)
+	rest, restIDs, handed := s.handOver(ctx, m, out, ids)
+	if !handed {
+		s.unsent.keep(task.ID, out, ids)
+		return
+	}
+	out, ids = rest, restIDs
 	err = bus.PublishAll(ctx, s.o.JS, out, ids)
 	if bus.TooLarge(err) && len(out) == 2 {
 		// Permanent for this page (issue 19: such pages were refetched 10

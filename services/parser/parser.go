@@ -205,6 +205,14 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
+// Handle parses one page message, as a delivery from pages.fetched would be:
+// for a fetcher that hands its pages over in process (`run`). It settles m
+// (Ack, Nak with a delay, or Term once dead-lettered) before returning, a
+// panic included.
+func (s *Service) Handle(ctx context.Context, m jetstream.Msg) {
+	s.dlq.Recover(s.o.Log, s.handle)(ctx, m)
+}
+
 func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	page, err := messages.DecodePage(m.Headers().Get(messages.HeaderPage))
 	if err == nil && s.dlq.CrashLooping(m) {

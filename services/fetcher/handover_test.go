@@ -1,0 +1,142 @@
+package fetcher
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/subjects"
+)
+
+// A page handed over in process is durable through its task alone: until
+// the parser settles it, the task stays unacked (a crash would redeliver
+// it and fetch again) and the frontier hears nothing; once parsed, the
+// done report goes out and the task is acked. The page never enters the
+// pages stream.
+func TestHandoverHoldsTheTaskUntilParsed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	js, names := testbus.Start(t, 1)
+	srv, hits := countingSite(t)
+	svc := newFetcher(js, names, 2, 5*time.Second)
+	got := make(chan jetstream.Msg, 1)
+	release := make(chan struct{})
+	svc.HandPagesTo(func(_ context.Context, m jetstream.Msg) {
+		got <- m
+		<-release
+		_ = m.Ack()
+	})
+	go svc.Run(ctx)
+	publishTask(t, js, names, "t1", srv.URL+"/")
+
+	var m jetstream.Msg
+	select {
+	case m = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no page handed over")
+	}
+	page, err := messages.DecodePage(m.Headers().Get(messages.HeaderPage))
+	if err != nil || page.URL != srv.URL+"/" || page.TaskID != "t1" || string(m.Data()) != "<html><body>once</body></html>" {
+		t.Fatalf("handed %+v (%v), body %q", page, err, m.Data())
+	}
+	time.Sleep(200 * time.Millisecond) // room for a done report sent too early
+	if n := streamLast(t, js, names.StreamFrontier()); n != 0 {
+		t.Errorf("%d done reports before the page was parsed, want none", n)
+	}
+	if info := fetchConsumer(t, js, names); info.NumAckPending != 1 {
+		t.Errorf("task ack pending %d while its page is parsed, want 1", info.NumAckPending)
+	}
+	close(release)
+	testutil.Eventually(t, 10*time.Second, "the task acked", func() bool {
+		info := fetchConsumer(t, js, names)
+		return info.NumAckPending == 0 && info.AckFloor.Consumer == 1
+	})
+	if n := streamLast(t, js, names.StreamFrontier()); n != 1 {
+		t.Errorf("%d done reports, want 1", n)
+	}
+	if n := streamLast(t, js, names.StreamPages()); n != 0 {
+		t.Errorf("%d messages in the pages stream, want none", n)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("URL fetched %d times, want 1", n)
+	}
+}
+
+// A page the parser hands back (it could not publish what it found) comes
+// back with its task and is handed over again, not fetched again: the host
+// sees one request and the frontier one done report.
+func TestHandedBackPageIsHandedAgainNotRefetched(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	js, names := testbus.Start(t, 1)
+	srv, hits := countingSite(t)
+	svc := newFetcher(js, names, 2, 5*time.Second)
+	var handed atomic.Int32
+	svc.HandPagesTo(func(_ context.Context, m jetstream.Msg) {
+		if handed.Add(1) == 1 {
+			_ = m.NakWithDelay(10 * time.Millisecond)
+			return
+		}
+		_ = m.Ack()
+	})
+	go svc.Run(ctx)
+	publishTask(t, js, names, "t1", srv.URL+"/")
+	testutil.Eventually(t, 30*time.Second, "the page handed over twice and its task acked", func() bool {
+		info := fetchConsumer(t, js, names)
+		return handed.Load() == 2 && info.NumAckPending == 0 && info.AckFloor.Consumer >= 1
+	})
+	if n := hits.Load(); n != 1 {
+		t.Errorf("URL fetched %d times, want 1", n)
+	}
+	if n := streamLast(t, js, names.StreamFrontier()); n != 1 {
+		t.Errorf("%d done reports, want 1", n)
+	}
+}
+
+// countingSite serves one small HTML page and counts its requests.
+func countingSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	hits := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>once</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, hits
+}
+
+func streamLast(t *testing.T, js jetstream.JetStream, stream string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
+}
+
+func fetchConsumer(t *testing.T, js jetstream.JetStream, names subjects.Names) *jetstream.ConsumerInfo {
+	t.Helper()
+	c, err := js.Consumer(context.Background(), names.StreamFetch(), names.ConsumerFetcher())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
