@@ -254,9 +254,17 @@ func (h *harness) cleanup(prefix string) {
 					del = append(del, n)
 				}
 			}
+			var counts []string
 			for _, n := range del {
+				if st, err := js.Stream(ctx, n); err == nil {
+					counts = append(counts, fmt.Sprintf("%s %d", strings.TrimPrefix(n, up+"_"), st.CachedInfo().State.LastSeq))
+				}
 				_ = js.DeleteStream(ctx, n)
 			}
+			// The messages each stream took over the run: what the NATS
+			// server's CPU goes with.
+			slices.Sort(counts)
+			fmt.Fprintf(h.log, "e2e: messages stored by stream: %s\n", strings.Join(counts, ", "))
 		}
 		nc.Close()
 	}
