@@ -2,8 +2,6 @@ package fetcher
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -88,13 +86,7 @@ func TestFailedPublishIsRetriedHoldingTheTask(t *testing.T) {
 // creates the stream again.
 func withoutPagesStream(t *testing.T, ctx context.Context) (jetstream.JetStream, subjects.Names, *httptest.Server, *atomic.Int32, func()) {
 	t.Helper()
-	hits := new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, "<html><body>once</body></html>")
-	}))
-	t.Cleanup(srv.Close)
+	srv, hits := countingSite(t)
 	js, names := testbus.Start(t, 1)
 	pages, err := js.Stream(ctx, names.StreamPages())
 	if err != nil {
