@@ -138,14 +138,22 @@ func measure(b *testing.B, parse func([]byte)) {
 
 // The benchmarks run on one goroutine: their pages/s and MB/s are per core.
 // Compare Extract (decoding, links resolved and canonicalized, text,
-// anchors and contexts) with the DOM baseline, html.Parse alone (nothing
-// extracted).
+// anchors and, for SharkSearch, contexts) with the DOM baseline, html.Parse
+// alone (nothing extracted).
 func BenchmarkExtract(b *testing.B) {
-	measure(b, func(p []byte) {
-		if _, err := Extract(Page{URL: "http://www.example.com/section/1/index.html", Body: p, ContentType: "text/html"}, DefaultKinds); err != nil {
-			b.Fatal(err)
-		}
-	})
+	for _, c := range []struct {
+		name      string
+		noContext bool
+	}{{"contexts", false}, {"no-contexts", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			measure(b, func(p []byte) {
+				page := Page{URL: "http://www.example.com/section/1/index.html", Body: p, ContentType: "text/html", NoLinkContext: c.noContext}
+				if _, err := Extract(page, DefaultKinds); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
 }
 
 func BenchmarkDOMParseBaseline(b *testing.B) {

@@ -51,7 +51,8 @@ func (s *Service) parse(ctx context.Context, page messages.Page, body []byte) (m
 		parent := s.lineage.parent(page.URL, 0, s.scorer)
 		scores = s.scorer.Score(parent, make([]topic.Anchor, len(links)))
 	case page.Status >= 200 && page.Status < 300 && IsHTML(page.ContentType, body):
-		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers, MaxURLLength: s.o.MaxURLLength}, s.o.Kinds)
+		ex, err := Extract(Page{URL: page.URL, Body: body, ContentType: page.ContentType, Headers: page.Headers, MaxURLLength: s.o.MaxURLLength,
+			NoLinkContext: s.scorer.Strategy != topic.SharkSearch}, s.o.Kinds)
 		if err != nil {
 			doc.Error = fmt.Sprintf("parse: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -72,5 +73,46 @@ func TestGolden(t *testing.T) {
 				t.Errorf("extracted\n%s\nwant (%s)\n%s", out, golden, want)
 			}
 		})
+	}
+}
+
+// NoLinkContext changes nothing but the links' context: the same links,
+// anchors and text as with it, for every golden page.
+func TestExtractWithoutLinkContext(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.html"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("golden pages: %v, %d files", err, len(files))
+	}
+	contexts := 0
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := Page{URL: "http://example.com/dir/page.html", Body: body, ContentType: "text/html"}
+		with, err := Extract(page, AllKinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page.NoLinkContext = true
+		without, err := Extract(page, AllKinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range with.Links {
+			if with.Links[i].Context != "" {
+				contexts++
+			}
+			if without.Links[i].Context != "" {
+				t.Errorf("%s: link %s has context %q with NoLinkContext", f, without.Links[i].URL, without.Links[i].Context)
+			}
+			with.Links[i].Context = ""
+		}
+		if !reflect.DeepEqual(with, without) {
+			t.Errorf("%s: extraction differs beyond the context:\n%+v\n%+v", f, with, without)
+		}
+	}
+	if contexts == 0 {
+		t.Fatal("no golden link has a context: the test compares nothing")
 	}
 }

@@ -141,6 +141,17 @@ func TestParseTopicalScores(t *testing.T) {
 	if len(follow) != 1 || links[0].Score <= 0 {
 		t.Errorf("sharksearch: followed %+v", links)
 	}
+	// An anchor that says nothing is scored by the words around it: the
+	// parser keeps the links' context for SharkSearch (and only for it).
+	bare := `<title>Pasta</title><p>Boil water.</p><p>sailing boats <a href=/next>here</a> sailing boats</p>`
+	byContext := newTestService(t, scoredBy(t, "sailing boats", "sharksearch"))
+	_, _, links = parseHTML(t, byContext, 1, nil, bare)
+	noContext := strings.Replace(bare, "sailing boats <a", "<a", 1)
+	noContext = strings.Replace(noContext, "</a> sailing boats", "</a>", 1)
+	_, _, without := parseHTML(t, byContext, 1, nil, noContext)
+	if len(links) != 1 || len(without) != 1 || links[0].Score <= without[0].Score {
+		t.Errorf("sharksearch: the context did not raise the score: %+v against %+v", links, without)
+	}
 }
 
 func TestParseRedirectKeepsRules(t *testing.T) {

@@ -21,9 +21,9 @@ BenchmarkDispatch/redis/hosts=2000-2         	redis: 2026/11/24 22:49:57 pool.go
 PASS
 ok  	github.com/trawlerhq/trawler/services/frontier	47.313s
 pkg: github.com/trawlerhq/trawler/services/parser
-BenchmarkExtract-2            	      64	 135.74 MB/s	       131.8 MB/cpu-s	      2000 pages/cpu-s	 5901793 B/op	   47691 allocs/op
-BenchmarkExtract-2            	      64	 140.00 MB/s	       131.8 MB/cpu-s	      2400 pages/cpu-s	 5901793 B/op	   47691 allocs/op
-BenchmarkExtract-2            	      64	 100.00 MB/s	       131.8 MB/cpu-s	      2200 pages/cpu-s	 5901793 B/op	   47691 allocs/op
+BenchmarkExtract/contexts-2            	      64	 135.74 MB/s	       131.8 MB/cpu-s	      2000 pages/cpu-s	 5901793 B/op	   47691 allocs/op
+BenchmarkExtract/contexts-2            	      64	 140.00 MB/s	       131.8 MB/cpu-s	      2400 pages/cpu-s	 5901793 B/op	   47691 allocs/op
+BenchmarkExtract/contexts-2            	      64	 100.00 MB/s	       131.8 MB/cpu-s	      2200 pages/cpu-s	 5901793 B/op	   47691 allocs/op
 BenchmarkDOMParseBaseline-2   	      22	  48.80 MB/s	        49.16 MB/cpu-s	       800 pages/cpu-s	 7592128 B/op	  151452 allocs/op
 BenchmarkDOMParseBaseline-2   	      22	  48.80 MB/s	        49.16 MB/cpu-s	      1100 pages/cpu-s	 7592128 B/op	  151452 allocs/op
 BenchmarkDOMParseBaseline-2   	      22	  48.80 MB/s	        49.16 MB/cpu-s	      1000 pages/cpu-s	 7592128 B/op	  151452 allocs/op
@@ -32,7 +32,7 @@ ok  	github.com/trawlerhq/trawler/services/parser	9.236s
 
 func TestParseKeepsUnitsAndPackages(t *testing.T) {
 	r := parse(strings.NewReader(sample))
-	s, ok := r.get("Extract", "MB/s")
+	s, ok := r.get("Extract/contexts", "MB/s")
 	if !ok {
 		t.Fatalf("no Extract MB/s; series: %v", r.order)
 	}
@@ -46,7 +46,7 @@ func TestParseKeepsUnitsAndPackages(t *testing.T) {
 	if len(r.Broken) == 0 {
 		t.Fatal("the result broken by a log line was not reported")
 	}
-	if _, ok := r.get("Extract", "B/s"); ok {
+	if _, ok := r.get("Extract/contexts", "B/s"); ok {
 		t.Fatal("MB/s was tidied into B/s")
 	}
 }
