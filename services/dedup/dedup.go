@@ -113,7 +113,7 @@ func New(o Options) *Service {
 		)
 		o.Registerer.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_fill_ratio",
-				Help: "Share of set bits, averaged over owned partitions."}, func() float64 { r, _ := s.bloomFill(); return r }),
+				Help: "Share of set bits, averaged over owned partitions (counted at most every 10 s)."}, func() float64 { r, _ := s.bloomFill(); return r }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Subsystem: "dedup", Name: "bloom_false_positive_rate",
 				Help: "Estimated false-positive rate at the current fill, averaged over owned partitions."}, func() float64 { _, f := s.bloomFill(); return f }),
 		)

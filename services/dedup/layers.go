@@ -20,10 +20,19 @@ import (
 type layers struct {
 	cache cache.Cache // only the partition's loop touches it
 
-	mu       sync.Mutex // guards bloom and complete: the warm-up writes concurrently
+	mu       sync.Mutex // guards bloom, complete and the fill: the warm-up writes concurrently
 	bloom    *bloom.BloomFilter
 	complete bool
+	// The fill as last counted, and when (see fillEvery).
+	filled   float64
+	filledAt time.Time
 }
+
+// fillEvery is how long a count of the Bloom filter's set bits is reused:
+// a count reads the whole bit array (megabytes), holding the lock the
+// partition's lookups take, and the metrics are read every second (by the
+// heartbeat): counting at each read took 2 % of `run`'s CPU.
+const fillEvery = 10 * time.Second
 
 func newLayers(c cache.Cache, expected uint, fpRate float64) *layers {
 	return &layers{cache: c, bloom: bloom.NewWithEstimates(max(expected, 1024), fpRate)}
@@ -112,13 +121,16 @@ func (l *layers) warm(ctx context.Context, scan func(ctx context.Context, fn fun
 }
 
 // fill reports the Bloom filter's share of set bits and its estimated
-// false-positive rate at that fill.
-func (l *layers) fill() (ratio, fpRate float64, complete bool) {
+// false-positive rate at that fill, as counted at most fillEvery before now.
+func (l *layers) fill(now time.Time) (ratio, fpRate float64, complete bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	set := float64(l.bloom.BitSet().Count())
-	m, k := float64(l.bloom.Cap()), float64(l.bloom.K())
-	ratio = set / m
+	if l.filledAt.IsZero() || now.Sub(l.filledAt) >= fillEvery {
+		l.filled = float64(l.bloom.BitSet().Count()) / float64(l.bloom.Cap())
+		l.filledAt = now
+	}
+	k := float64(l.bloom.K())
+	ratio = l.filled
 	fpRate = 1
 	for i := 0.0; i < k; i++ {
 		fpRate *= ratio
@@ -228,8 +240,9 @@ func (s *Service) bloomFill() (ratio, fpRate float64) {
 	if len(s.layers) == 0 {
 		return 0, 0
 	}
+	now := time.Now()
 	for _, l := range s.layers {
-		r, f, _ := l.fill()
+		r, f, _ := l.fill(now)
 		ratio += r
 		fpRate += f
 	}
