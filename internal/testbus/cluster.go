@@ -50,6 +50,21 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
+// StartLone runs one JetStream server that is not part of a cluster and can
+// be stopped and started again on the same port and storage, as a lone
+// server's restart does: what it keeps only in memory is gone after it.
+func StartLone(t testing.TB) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Nodes: make([]*server.Server, 1)}
+	c.opts = []*server.Options{{
+		ServerName: "lone", Host: "127.0.0.1", Port: freePort(t),
+		JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	}}
+	c.Start(0)
+	t.Cleanup(func() { c.Stop(0) })
+	return c
+}
+
 // URL is the comma-separated client URL of every node, as --nats takes it.
 func (c *Cluster) URL() string {
 	var urls []string

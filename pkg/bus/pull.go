@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,26 +31,63 @@ func PullBatches(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan 
 	return pull(ctx, c, buffer, buffer)
 }
 
+// pullExpiry is how long a pull request waits on the server. The server
+// sends a heartbeat every half of it, and two missed tell Pull that the link
+// or the consumer is gone: a Durable lost with its server is back within
+// about this long (a variable for tests).
+var pullExpiry = 10 * time.Second
+
 func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan jetstream.Msg, error) {
-	it, err := c.Messages(jetstream.PullMaxMessages(buffer))
+	expiry := pullExpiry
+	open := func() (jetstream.MessagesContext, error) {
+		return c.Messages(jetstream.PullMaxMessages(buffer), jetstream.PullExpiry(expiry))
+	}
+	first, err := open()
 	if err != nil {
 		return nil, err
 	}
+	var (
+		mu sync.Mutex
+		it = first // replaced when the server stops it (a lost consumer)
+	)
+	current := func() jetstream.MessagesContext { mu.Lock(); defer mu.Unlock(); return it }
 	out := make(chan jetstream.Msg, queue)
 	go func() {
 		<-ctx.Done()
+		mu.Lock()
+		defer mu.Unlock()
 		it.Drain() // stop pulling; Next still returns what is buffered
 	}()
+	d, _ := c.(*Durable)
 	go func() {
 		defer close(out)
 		for {
-			msg, err := it.Next()
+			msg, err := current().Next()
 			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				closed := errors.Is(err, jetstream.ErrMsgIteratorClosed)
+				if closed && (d == nil || ctx.Err() != nil) {
 					return
 				}
 				// Heartbeat misses and reconnects are transient: the
-				// iterator keeps pulling; do not spin on a dead link.
+				// iterator keeps pulling; do not spin on a dead link. A
+				// consumer the server lost is created again, and an
+				// iterator the server stopped is opened again.
+				if d != nil && ctx.Err() == nil {
+					if _, rerr := d.restore(ctx); rerr != nil && !errors.Is(rerr, context.DeadlineExceeded) {
+						d.log.Warn("pulling stopped", "consumer", d.cfg.Durable, "stream", d.stream, "err", rerr)
+					}
+					if closed || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
+						if next, oerr := open(); oerr == nil {
+							mu.Lock()
+							if ctx.Err() == nil {
+								it = next
+							} else {
+								next.Stop()
+							}
+							mu.Unlock()
+						}
+					}
+				}
 				select {
 				case <-ctx.Done():
 				case <-time.After(100 * time.Millisecond):

@@ -114,18 +114,33 @@ func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
 			MaxDeliver: -1, MaxAckPending: pending,
 		}
 	}
+	// The work queues' consumers keep their state (what is delivered,
+	// what acked) in the server's memory: a durable consumer's state file
+	// is rewritten up to ten times a second, and with two consumers per
+	// partition that was a sixth of the NATS server's CPU in the services
+	// mode (docs/benchmarks.md). Nothing is lost with it: a work-queue
+	// stream drops a message only when it is acked, so a consumer that a
+	// restarted server forgot is created again (Pull) and delivers again
+	// what was not acked, as the ack wait would have; the frontier's
+	// intake log and dedup's seen set take the repeats. In a cluster the
+	// consumer's replicas keep it. The pages stream's consumer stays on
+	// file: that stream keeps a page only while a consumer wants it.
+	work := func(c jetstream.ConsumerConfig) jetstream.ConsumerConfig {
+		c.MemoryStorage = true
+		return c
+	}
 	var dedup, frontier []jetstream.ConsumerConfig
 	for p := 0; p < t.Partitions; p++ {
 		// Batches take milliseconds and retries extend the lease, so a short
 		// ack wait only matters after a crash: it is how long a restarted
 		// replica waits for what its predecessor had pulled.
-		dedup = append(dedup, durable(n.ConsumerDedup(p), n.Discovered(p), 15*time.Second, 4096))
-		frontier = append(frontier, durable(n.ConsumerFrontier(p), n.Frontier(p), 15*time.Second, 4096))
+		dedup = append(dedup, work(durable(n.ConsumerDedup(p), n.Discovered(p), 15*time.Second, 4096)))
+		frontier = append(frontier, work(durable(n.ConsumerFrontier(p), n.Frontier(p), 15*time.Second, 4096)))
 	}
 	return map[string][]jetstream.ConsumerConfig{
 		n.StreamDiscovered(): dedup,
 		n.StreamFrontier():   frontier,
-		n.StreamFetch():      {durable(n.ConsumerFetcher(), n.Prefix+".fetch.*", t.FetchAck, 100000)},
+		n.StreamFetch():      {work(durable(n.ConsumerFetcher(), n.Prefix+".fetch.*", t.FetchAck, 100000))},
 		n.StreamPages():      {durable(n.ConsumerParser(), n.PagesFetched(), 30*time.Second, 10000)},
 	}
 }
@@ -190,9 +205,13 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	if err != nil {
 		return err
 	}
-	if sameConsumer(c.CachedInfo().Config, want) {
+	have := c.CachedInfo().Config
+	if sameConsumer(have, want) {
 		return nil
 	}
+	// Where the state is kept cannot change: a consumer made on file by
+	// an earlier version stays there.
+	want.MemoryStorage = have.MemoryStorage
 	_, err = js.UpdateConsumer(ctx, stream, want)
 	return err
 }
@@ -200,13 +219,4 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 func sameConsumer(have, want jetstream.ConsumerConfig) bool {
 	return have.FilterSubject == want.FilterSubject && have.AckPolicy == want.AckPolicy &&
 		have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver && have.MaxAckPending == want.MaxAckPending
-}
-
-// Consumer returns a durable consumer the topology created.
-func Consumer(ctx context.Context, js jetstream.JetStream, stream, durable string) (jetstream.Consumer, error) {
-	c, err := js.Consumer(ctx, stream, durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("consumer %s on stream %s is missing: was the topology ensured with the same --prefix and --partition-count?", durable, stream)
-	}
-	return c, err
 }

@@ -74,6 +74,53 @@ func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
 	}
 }
 
+// A work queue's consumer made on file by an earlier version stays there:
+// Ensure updates its other settings without asking for another storage,
+// which the server refuses.
+func TestEnsureKeepsAConsumerOnFile(t *testing.T) {
+	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := ConnectEmbedded(ns, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	names, _ := subjects.New("topo")
+	ctx := context.Background()
+	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
+	for _, sc := range topo.streams() {
+		if _, err := js.CreateStream(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := topo.consumers()[names.StreamFetch()][0]
+	old.MemoryStorage, old.AckWait = false, 20*time.Second
+	if _, err := js.CreateConsumer(ctx, names.StreamFetch(), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatalf("Ensure over a consumer on file: %v", err)
+	}
+	c, err := js.Consumer(ctx, names.StreamFetch(), old.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := c.CachedInfo().Config; cfg.MemoryStorage || cfg.AckWait != 30*time.Second {
+		t.Fatalf("after Ensure: memory storage %v, ack wait %v; want on file, 30s", cfg.MemoryStorage, cfg.AckWait)
+	}
+	c, err = js.Consumer(ctx, names.StreamFrontier(), names.ConsumerFrontier(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.CachedInfo().Config.MemoryStorage {
+		t.Fatal("a new frontier consumer keeps its state on file")
+	}
+}
+
 // With ParsedInterest, pages.parsed keeps a document only until its durable
 // consumers acked it, stores none while it has no consumer, and a stream
 // created with limits retention (a data dir of an older run) is switched

@@ -181,7 +181,7 @@ func (s *Service) runPartition(ctx context.Context, p int) error {
 		}
 	}()
 	defer func() { <-warmed }()
-	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.ConsumerDedup(p))
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.ConsumerDedup(p), s.o.Log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

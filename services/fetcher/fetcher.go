@@ -192,7 +192,7 @@ func (s *Service) RobotsUnreachable() RobotsUnreachable {
 
 // Run fetches until ctx ends, then lets the fetches in hand finish.
 func (s *Service) Run(ctx context.Context) error {
-	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFetch(), s.o.Names.ConsumerFetcher())
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFetch(), s.o.Names.ConsumerFetcher(), s.o.Log)
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 // runPartition schedules partition p until ctx ends.
 func (s *Service) runPartition(ctx context.Context, p int) error {
-	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.ConsumerFrontier(p))
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.ConsumerFrontier(p), s.o.Log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -193,7 +193,7 @@ func New(o Options) (*Service, error) {
 
 // Run parses until ctx ends, then finishes the pages in hand.
 func (s *Service) Run(ctx context.Context) error {
-	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamPages(), s.o.Names.ConsumerParser())
+	cons, err := bus.Consumer(ctx, s.o.JS, s.o.Names.StreamPages(), s.o.Names.ConsumerParser(), s.o.Log)
 	if err != nil {
 		return err
 	}
