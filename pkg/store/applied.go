@@ -47,6 +47,23 @@ func (b *Bolt) MarkApplied(ctx context.Context, p int, seqs []uint64, floor uint
 	return b.update(func(tx *bolt.Tx) error { return markAppliedTx(tx, p, seqs, floor) })
 }
 
+// LastApplied is the highest sequence in partition p's intake log.
+func (b *Bolt) LastApplied(ctx context.Context, p int) (uint64, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return 0, err
+	}
+	var last uint64
+	err := b.view(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket(appliedBucket(p)); bk != nil {
+			if k, _ := bk.Cursor().Last(); len(k) == 8 {
+				last = binary.BigEndian.Uint64(k)
+			}
+		}
+		return nil
+	})
+	return last, err
+}
+
 // markAppliedTx is MarkApplied within tx.
 func markAppliedTx(tx *bolt.Tx, p int, seqs []uint64, floor uint64) error {
 	bk, err := tx.CreateBucketIfNotExists(appliedBucket(p))
@@ -118,4 +135,20 @@ func (r *Redis) MarkApplied(ctx context.Context, p int, seqs []uint64, floor uin
 		return nil
 	})
 	return redisErr(err)
+}
+
+// LastApplied is the highest sequence in partition p's intake log (the
+// sorted set's scores are the sequences).
+func (r *Redis) LastApplied(ctx context.Context, p int) (uint64, error) {
+	if err := checkArgs(ctx, p); err != nil {
+		return 0, err
+	}
+	top, err := r.c.ZRangeWithScores(ctx, r.appliedKey(p), -1, -1).Result()
+	if err != nil {
+		return 0, redisErr(err)
+	}
+	if len(top) == 0 {
+		return 0, nil
+	}
+	return uint64(top[0].Score), nil
 }

@@ -220,6 +220,11 @@ type Frontier interface {
 	// MarkApplied remembers seqs as applied and forgets those at or below
 	// floor (the consumer's ack floor: they can never be delivered again).
 	MarkApplied(ctx context.Context, p int, seqs []uint64, floor uint64) error
+	// LastApplied is the highest sequence partition p's intake log holds
+	// (0: none). A sequence above it was never applied, as long as the
+	// log's floor only passes acked messages, which are never delivered
+	// again: the frontier asks Applied only about sequences at or below it.
+	LastApplied(ctx context.Context, p int) (uint64, error)
 
 	// Due returns up to max entries of partition p's revisit schedule due
 	// at or before now, earliest first. It changes nothing: the step that

@@ -811,3 +811,54 @@ func TestOnlyWhatAHostWaitsForIsUrgent(t *testing.T) {
 		})
 	}
 }
+
+// askCounting is a store that records which sequences the frontier asked
+// its intake log about.
+type askCounting struct {
+	store.Store
+	mu    sync.Mutex
+	asked []uint64
+}
+
+func (a *askCounting) Applied(ctx context.Context, p int, seqs []uint64) ([]bool, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, seqs...)
+	a.mu.Unlock()
+	return a.Store.Applied(ctx, p, seqs)
+}
+
+// A message the intake log holds (applied, then its ack lost in a crash)
+// is recognized when it comes again and not applied twice; a message above
+// the log's highest sequence, delivered for the first time, costs no look
+// at the log.
+func TestReplayedIntakeIsRecognizedAndNewIntakeIsNotLookedUp(t *testing.T) {
+	ask := &askCounting{}
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		// Sequence 1 of the frontier stream was applied before the crash.
+		if err := b.MarkApplied(context.Background(), 0, []uint64{1}, 0); err != nil {
+			t.Fatal(err)
+		}
+		ask.Store = b
+		return ask
+	})
+	h.enqueue("http://a.example/replayed") // sequence 1
+	h.enqueue("http://b.example/new")      // 2
+	task, _, ok := h.task(2 * time.Second)
+	if !ok || task.URL != "http://b.example/new" {
+		t.Fatalf("first task %+v (%v), want the new URL's", task, ok)
+	}
+	for i := range 5 {
+		h.enqueue(fmt.Sprintf("http://c%d.example/", i)) // 3..7
+		if _, _, ok := h.task(2 * time.Second); !ok {
+			t.Fatalf("no task for the URL of sequence %d", i+3)
+		}
+	}
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a task %s for the replayed URL", task.URL)
+	}
+	ask.mu.Lock()
+	defer ask.mu.Unlock()
+	if !slices.Equal(ask.asked, []uint64{1}) {
+		t.Errorf("asked the intake log about %v, want only [1]", ask.asked)
+	}
+}

@@ -49,7 +49,7 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	pt.promote = nil
 	var replayed []bool
 	if err := bus.Retry(ctx, "read intake log", pt.log.Warn, hold, func() (err error) {
-		replayed, err = pt.s.o.Store.Applied(ctx, pt.p, all)
+		replayed, err = pt.replayed(ctx, all)
 		return err
 	}); err != nil {
 		return nil, err
@@ -196,6 +196,9 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 		return pt.load(ctx)
 	}
 	pt.applied++
+	for _, seq := range p.req.Applied {
+		pt.lastApplied = max(pt.lastApplied, seq)
+	}
 	if err := pt.issued(ctx, p.due, p.req.Issue, res.Tasks, p.now, p.sent); err != nil {
 		return err
 	}
@@ -278,7 +281,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 	for i, c := range cands {
 		seqs[i] = c.seq
 	}
-	replayed, err := pt.s.o.Store.Applied(ctx, pt.p, seqs)
+	replayed, err := pt.replayed(ctx, seqs)
 	for i, c := range cands {
 		h := pt.hosts[c.fd.Host]
 		var nb time.Time
@@ -304,6 +307,33 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		h.unrecorded = true
 		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed[0], issue: reqs[0]})
 	}
+}
+
+// replayed reports which of seqs the intake log holds, asking the store only
+// about those at or below lastApplied: a message delivered for the first
+// time, nearly all of them, is above it.
+func (pt *partition) replayed(ctx context.Context, seqs []uint64) ([]bool, error) {
+	var ask []uint64
+	for _, s := range seqs {
+		if s <= pt.lastApplied {
+			ask = append(ask, s)
+		}
+	}
+	out := make([]bool, len(seqs))
+	if len(ask) == 0 {
+		return out, nil
+	}
+	got, err := pt.s.o.Store.Applied(ctx, pt.p, ask)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, 0; i < len(seqs); i++ {
+		if seqs[i] <= pt.lastApplied {
+			out[i] = got[j]
+			j++
+		}
+	}
+	return out, nil
 }
 
 func (pt *partition) decode(m jetstream.Msg, enq *[]store.Queued, done *[]messages.FetchDone, again *[]messages.FetchDone) error {

@@ -21,7 +21,10 @@ import (
 func (pt *partition) load(ctx context.Context) error {
 	var st store.PartitionState
 	if err := bus.Retry(ctx, "load partition", pt.log.Warn, nil, func() (err error) {
-		st, err = pt.s.o.Store.Load(ctx, pt.p)
+		if st, err = pt.s.o.Store.Load(ctx, pt.p); err != nil {
+			return err
+		}
+		pt.lastApplied, err = pt.s.o.Store.LastApplied(ctx, pt.p)
 		return err
 	}); err != nil {
 		return err

@@ -49,8 +49,13 @@ type partition struct {
 	// applied counts intake batches applied to the store (Store.Apply wants
 	// an increasing number); which messages were applied is the intake log
 	// (Store.Applied / MarkApplied).
-	applied   uint64
-	hosts     map[string]*host
+	applied uint64
+	// lastApplied is the highest stream sequence the intake log holds as
+	// far as this partition knows (loaded, then raised by each committed
+	// step): a message above it was never applied, and costs no look at
+	// the log (Store.LastApplied).
+	lastApplied uint64
+	hosts       map[string]*host
 	ready     timeHeap // hosts waiting for their politeness gap
 	leases    timeHeap // tasks in flight, by lease end
 	budgetOut bool

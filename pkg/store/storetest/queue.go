@@ -113,6 +113,11 @@ func testIntakeLog(t *testing.T, open Opener) {
 	if err != nil || fmt.Sprint(got) != "[false true true false true]" {
 		t.Fatalf("after reopen: %v, %v", got, err)
 	}
+	for p, want := range map[int]uint64{3: 12, 4: 1, 5: 0} {
+		if last, err := s.LastApplied(ctx, p); err != nil || last != want {
+			t.Errorf("partition %d: last applied %d (%v), want %d", p, last, err, want)
+		}
+	}
 	// Out of order is fine: 7 applied after 12.
 	if err := s.MarkApplied(ctx, 3, []uint64{7}, 9); err != nil {
 		t.Fatal(err)
@@ -123,6 +128,16 @@ func testIntakeLog(t *testing.T, open Opener) {
 	}
 	if got, _ := s.Applied(ctx, 4, []uint64{1, 12}); fmt.Sprint(got) != "[true false]" {
 		t.Errorf("partition 4: %v", got)
+	}
+	if last, err := s.LastApplied(ctx, 3); err != nil || last != 12 {
+		t.Errorf("last applied after floor 9: %d (%v), want 12", last, err)
+	}
+	// A large sequence keeps its value (Redis scores are doubles, exact to 2^53).
+	if err := s.MarkApplied(ctx, 6, []uint64{1 << 40}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := s.LastApplied(ctx, 6); last != 1<<40 {
+		t.Errorf("last applied %d, want %d", last, uint64(1)<<40)
 	}
 }
 
