@@ -56,9 +56,9 @@ type partition struct {
 	// the log (Store.LastApplied).
 	lastApplied uint64
 	hosts       map[string]*host
-	ready     timeHeap // hosts waiting for their politeness gap
-	leases    timeHeap // tasks in flight, by lease end
-	budgetOut bool
+	ready       timeHeap // hosts waiting for their politeness gap
+	leases      timeHeap // tasks in flight, by lease end
+	budgetOut   bool
 	// published are the task IDs found in the fetch stream or in done
 	// reports when the partition loaded (early stores only): a replayed
 	// step that pops one of them again is not published again.
