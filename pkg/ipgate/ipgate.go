@@ -45,7 +45,22 @@ type Options struct {
 	// Now reads the clock that grants, spaces and expires leases (default
 	// time.Now). Tests inject a manual clock. Wait still waits in real time.
 	Now func() time.Time
+	// Keep is how long a released lease stays with its gate, unused, for
+	// the gate's next request to the same address, instead of going back
+	// to the bucket (0: every lease goes back at once). A kept lease
+	// counts against the ceiling as a request in flight does, so the
+	// address never has more than Ceiling requests in flight; what it
+	// saves is two compare-and-sets on the bucket per request (8 % of the
+	// services mode's CPU, docs/benchmarks.md). Only for a bucket gate
+	// without a Gap: with a gap every start must be written.
+	Keep time.Duration
 }
+
+// reuseFor is how long after its grant a lease may be taken again from the
+// kept ones: its expiry (grant + LeaseTTL) stays at least LeaseTTL - reuseFor
+// ahead of a request that starts on it, which the fetcher sizes as its
+// timeout and 30 s.
+func (o Options) reuseFor() time.Duration { return min(o.LeaseTTL/2, 20*time.Second) }
 
 // Gate is the per-IP lease table. A nil *Gate lets everything through.
 type Gate struct {
@@ -60,6 +75,12 @@ type Gate struct {
 	// write and a read; its content is never trusted to refuse a request.
 	mu   sync.Mutex
 	last map[string]cached // guarded by mu
+
+	// kept are released leases held for reuse (Options.Keep), by key.
+	keepMu sync.Mutex
+	kept   map[string][]*Lease // guarded by keepMu
+	closed bool                // guarded by keepMu: Release gives back
+	stop   chan struct{}       // ends the sweeper (nil: none)
 }
 
 type cached struct {
@@ -102,7 +123,12 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket string, o Options)
 	if err != nil {
 		return nil, fmt.Errorf("ip gate bucket %s: %w", bucket, err)
 	}
-	return &Gate{kv: kv, o: o, now: o.Now, last: map[string]cached{}}, nil
+	g := &Gate{kv: kv, o: o, now: o.Now, last: map[string]cached{}}
+	if g.keeps() {
+		g.kept, g.stop = map[string][]*Lease{}, make(chan struct{})
+		go g.sweep(max(o.Keep/2, 10*time.Millisecond))
+	}
+	return g, nil
 }
 
 // OpenLocal returns a gate whose table lives in this process, for a crawl
@@ -176,6 +202,8 @@ type Lease struct {
 	// Granted is when the slot was taken by the gate's clock (milliseconds):
 	// the start the address's gap counts from.
 	Granted time.Time
+	// idleSince is when the lease was last released into the kept ones.
+	idleSince time.Time
 }
 
 // Acquire tries once to take a slot for addr. It returns the lease, or nil
@@ -186,6 +214,9 @@ func (g *Gate) Acquire(ctx context.Context, addr string) (*Lease, time.Duration,
 		return nil, 0, nil
 	}
 	key := Key(addr)
+	if l := g.reuse(ctx, key); l != nil {
+		return l, 0, nil
+	}
 	id := nuid.Next()
 	for attempt := range maxCAS {
 		e, rev, ok := g.cachedEntry(key)
@@ -262,9 +293,14 @@ func (g *Gate) Wait(ctx context.Context, addr string, maxWait time.Duration) (*L
 // of the address's slots for LeaseTTL (minutes). The error says why the lease
 // could not be released and when it expires by itself.
 func (l *Lease) Release(ctx context.Context) error {
-	if l == nil {
+	if l == nil || l.g.keep(l) {
 		return nil
 	}
+	return l.giveBack(ctx)
+}
+
+// giveBack removes the lease from the table; see Release.
+func (l *Lease) giveBack(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, releaseWithin)
 	defer cancel()
 	var err error
@@ -323,6 +359,119 @@ func (l *Lease) release(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, errContention
+}
+
+// keeps reports whether released leases stay with the gate (Options.Keep).
+func (g *Gate) keeps() bool { return g.kv != nil && g.o.Keep > 0 && g.o.Gap <= 0 }
+
+// keep holds l for reuse if the gate keeps leases and l is young enough.
+func (g *Gate) keep(l *Lease) bool {
+	if !g.keeps() || g.now().Sub(l.Granted) > g.o.reuseFor() {
+		return false
+	}
+	g.keepMu.Lock()
+	defer g.keepMu.Unlock()
+	if g.closed {
+		return false
+	}
+	l.idleSince = g.now()
+	g.kept[l.key] = append(g.kept[l.key], l)
+	return true
+}
+
+// reuse takes a kept lease on key that is young enough, if any; the ones
+// too old to start a request on go back first, so that the slot they hold
+// is free for the new lease.
+func (g *Gate) reuse(ctx context.Context, key string) *Lease {
+	if !g.keeps() {
+		return nil
+	}
+	var old []*Lease
+	defer func() {
+		for _, l := range old {
+			_ = l.giveBack(ctx) // one that fails expires
+		}
+	}()
+	g.keepMu.Lock()
+	defer g.keepMu.Unlock()
+	ls := g.kept[key]
+	for len(ls) > 0 {
+		l := ls[len(ls)-1]
+		ls = ls[:len(ls)-1]
+		if g.now().Sub(l.Granted) <= g.o.reuseFor() {
+			g.setKept(key, ls)
+			return l
+		}
+		old = append(old, l)
+	}
+	g.setKept(key, ls)
+	return nil
+}
+
+func (g *Gate) setKept(key string, ls []*Lease) {
+	if len(ls) == 0 {
+		delete(g.kept, key)
+		return
+	}
+	g.kept[key] = ls
+}
+
+// sweep gives back, every interval, the kept leases unused for Keep or too
+// old to be reused, until Close.
+func (g *Gate) sweep(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		now := g.now()
+		var due []*Lease
+		g.keepMu.Lock()
+		for key, ls := range g.kept {
+			held := ls[:0]
+			for _, l := range ls {
+				if now.Sub(l.idleSince) >= g.o.Keep || now.Sub(l.Granted) > g.o.reuseFor() {
+					due = append(due, l)
+				} else {
+					held = append(held, l)
+				}
+			}
+			g.setKept(key, held)
+		}
+		g.keepMu.Unlock()
+		for _, l := range due {
+			_ = l.giveBack(context.Background()) // one that fails expires
+		}
+	}
+}
+
+// Close gives back the kept leases and ends the gate's sweeper; leases
+// released after it go back at once. A nil gate is a no-op.
+func (g *Gate) Close(ctx context.Context) error {
+	if g == nil || !g.keeps() {
+		return nil
+	}
+	g.keepMu.Lock()
+	if g.closed {
+		g.keepMu.Unlock()
+		return nil
+	}
+	g.closed = true
+	close(g.stop)
+	var all []*Lease
+	for _, ls := range g.kept {
+		all = append(all, ls...)
+	}
+	g.kept = map[string][]*Lease{}
+	g.keepMu.Unlock()
+	var errs []error
+	for _, l := range all {
+		errs = append(errs, l.giveBack(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // cachedEntry returns a copy of the last value this gate wrote for key.

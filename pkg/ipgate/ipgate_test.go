@@ -228,3 +228,84 @@ func TestLocalTableForgetsIdleAddresses(t *testing.T) {
 		t.Errorf("%d addresses kept after the last release past the gap, want 0", n)
 	}
 }
+
+// A released lease stays with its gate for Keep: the gate's next request to
+// the address takes it again without a write to the bucket, another gate
+// (a fetcher replica) sees it as a request in flight, and it goes back to
+// the bucket when unused for Keep, when too old to start a request on, or
+// at Close.
+func TestKeptLeases(t *testing.T) {
+	ctx := context.Background()
+	var clock testutil.Clock
+	clock.Advance(time.Hour)
+	o := Options{Ceiling: 1, LeaseTTL: 10 * time.Second, Keep: time.Minute, Now: clock.Now}
+	gates := openGates(t, 2, o, false)
+	a, b := gates[0], gates[1]
+	const addr = "10.0.0.7"
+	revision := func() uint64 {
+		t.Helper()
+		_, rev, err := a.get(ctx, Key(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	first, _, err := a.Acquire(ctx, addr)
+	if err != nil || first == nil {
+		t.Fatalf("Acquire: %v %v", first, err)
+	}
+	rev := revision()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := a.Acquire(ctx, addr)
+	if err != nil || again != first {
+		t.Fatalf("Acquire after a release: %v %v, want the kept lease", again, err)
+	}
+	if r := revision(); r != rev {
+		t.Errorf("the bucket's key went from revision %d to %d: a kept lease costs no write", rev, r)
+	}
+	_ = again.Release(ctx)
+	if l, wait, err := b.Acquire(ctx, addr); err != nil || l != nil || wait <= 0 {
+		t.Fatalf("another gate took the address's one slot while the lease was kept: %v %v %v", l, wait, err)
+	}
+
+	// Too old to start a request on: given back, and a new lease granted.
+	clock.Advance(o.reuseFor() + time.Millisecond)
+	fresh, _, err := a.Acquire(ctx, addr)
+	if err != nil || fresh == nil || fresh == first {
+		t.Fatalf("Acquire past the reuse window: %v %v, want a new lease", fresh, err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the old lease given back", func() bool {
+		e, _, _ := a.get(ctx, Key(addr))
+		_, old := e.Leases[first.id]
+		return !old && len(e.Leases) == 1
+	})
+	_ = fresh.Release(ctx)
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err := b.Acquire(ctx, addr); err != nil || l == nil {
+		t.Fatalf("the other gate after Close: %v %v, want the slot", l, err)
+	}
+}
+
+// A kept lease unused for Keep goes back by itself.
+func TestKeptLeaseGoesBackWhenUnused(t *testing.T) {
+	ctx := context.Background()
+	gates := openGates(t, 2, Options{Ceiling: 1, LeaseTTL: time.Minute, Keep: 50 * time.Millisecond}, false)
+	l, _, err := gates[0].Acquire(ctx, "10.0.0.8")
+	if err != nil || l == nil {
+		t.Fatalf("Acquire: %v %v", l, err)
+	}
+	_ = l.Release(ctx)
+	start := time.Now()
+	l2, _, err := gates[1].Wait(ctx, "10.0.0.8", 5*time.Second)
+	if err != nil || l2 == nil {
+		t.Fatalf("the other gate never got the slot: %v %v", l2, err)
+	}
+	t.Logf("the other gate waited %v", time.Since(start))
+	for _, g := range gates {
+		_ = g.Close(ctx)
+	}
+}

@@ -204,12 +204,17 @@ func (s *Service) Run(ctx context.Context) error {
 	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
 		s.keepAliveEvery = min(s.keepAliveEvery, info.Config.AckWait/3)
 	}
-	gateOpts := ipgate.Options{Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now}
+	gateOpts := ipgate.Options{Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now, Keep: ipKeep}
 	if s.o.LocalIPGate {
 		s.ipGate = ipgate.OpenLocal(gateOpts)
 	} else if s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), gateOpts); err != nil {
 		return err
 	}
+	defer func() {
+		if err := s.ipGate.Close(context.WithoutCancel(ctx)); err != nil {
+			s.o.Log.Warn("giving back per-IP leases failed; they expire by themselves", "err", err)
+		}
+	}()
 	if !s.o.IgnoreRobots {
 		if s.robots, err = openRobots(ctx, s.o.JS, s.o.Names, s.client, s.o.HTTP.UserAgent, s.o.RobotsTTL, s.o.RobotsRetry); err != nil {
 			return err

@@ -29,6 +29,12 @@ func (s *Service) gatedFetch(ctx context.Context, rawURL string, fo FetchOptions
 	return &resp, 0, nil
 }
 
+// ipKeep is how long the fetcher keeps a per-IP lease after its request,
+// for its next request to the same address (ipgate.Options.Keep): longer
+// than a host's turn at the benchmark's delays, short enough that another
+// fetcher waiting for the address's last slot waits little.
+const ipKeep = 2 * time.Second
+
 // ipMaxWait is how long a worker waits for its server's per-IP slot before
 // handing the URL back to the frontier (which keeps the host resting).
 const ipMaxWait = 2 * time.Second
