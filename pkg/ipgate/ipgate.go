@@ -286,7 +286,8 @@ func (g *Gate) Wait(ctx context.Context, addr string, maxWait time.Duration) (*L
 	}
 }
 
-// Release gives the slot back. A nil lease is a no-op. Under contention on
+// Release gives the slot back, or keeps it with the gate for its next
+// request to the address (Options.Keep). A nil lease is a no-op. Under contention on
 // the address's key (every fetcher of a busy server writes it) a release
 // keeps trying, with a short random pause between rounds, until it is done,
 // ctx ends or releaseWithin has passed: a lease left to expire would hold one
