@@ -9,6 +9,7 @@
 package testutil
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 	"time"
@@ -103,4 +104,23 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (a logger, a
+// server's goroutines) and a reader.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,12 +1,10 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -38,7 +37,7 @@ func TestPullRecreatesAConsumerTheServerForgot(t *testing.T) {
 	if err := topo.Ensure(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	cons, err := bus.Consumer(ctx, js, names.StreamFetch(), names.ConsumerFetcher(), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -97,21 +96,4 @@ func TestPullRecreatesAConsumerTheServerForgot(t *testing.T) {
 	if !strings.Contains(logs.String(), "created it again") {
 		t.Errorf("nothing logged about the consumer created again: %q", logs.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

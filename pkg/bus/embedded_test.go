@@ -1,11 +1,11 @@
 package bus
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // The embedded server logs through slog: its start-up notices at debug
@@ -13,7 +13,7 @@ import (
 // nothing of its own on stderr.
 func TestEmbeddedServerLogsThroughSlog(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-		var b syncBuffer
+		var b testutil.SyncBuffer
 		ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir(),
 			Log: slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: level})).With("lib", "nats-server")})
 		if err != nil {
@@ -29,22 +29,4 @@ func TestEmbeddedServerLogsThroughSlog(t *testing.T) {
 			t.Errorf("info level: server notices shown:\n%s", got)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -14,18 +14,7 @@ import (
 // and consumer, as the server reports it back, compares equal to what the
 // topology asks for, so a restarted service sends no update.
 func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	nc, err := ConnectEmbedded(ns, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	names, _ := subjects.New("topo")
+	js, names := embeddedJS(t)
 	topo := Topology{Names: names, Partitions: 3, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
 	ctx := context.Background()
 	if err := topo.Ensure(ctx, js); err != nil {
@@ -78,18 +67,7 @@ func TestEnsureRecognisesItsOwnTopology(t *testing.T) {
 // Ensure updates its other settings without asking for another storage,
 // which the server refuses.
 func TestEnsureKeepsAConsumerOnFile(t *testing.T) {
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	nc, err := ConnectEmbedded(ns, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	names, _ := subjects.New("topo")
+	js, names := embeddedJS(t)
 	ctx := context.Background()
 	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
 	for _, sc := range topo.streams() {
@@ -126,18 +104,7 @@ func TestEnsureKeepsAConsumerOnFile(t *testing.T) {
 // created with limits retention (a data dir of an older run) is switched
 // over by Ensure.
 func TestParsedInterestRetention(t *testing.T) {
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	nc, err := ConnectEmbedded(ns, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	names, _ := subjects.New("topo")
+	js, names := embeddedJS(t)
 	ctx := context.Background()
 	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
 	if err := topo.Ensure(ctx, js); err != nil {
@@ -189,4 +156,23 @@ func TestParsedInterestRetention(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Fatalf("%d documents kept after the ack", n)
 	}
+}
+
+// embeddedJS starts an embedded server for t and returns a client of it and
+// the names of a crawl with prefix "topo"; all is shut down with t.
+func embeddedJS(t *testing.T) (jetstream.JetStream, subjects.Names) {
+	t.Helper()
+	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := ConnectEmbedded(ns, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	names, _ := subjects.New("topo")
+	return js, names
 }
