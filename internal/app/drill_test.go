@@ -16,6 +16,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testsite"
 	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -153,9 +154,15 @@ func TestClusterDrill(t *testing.T) {
 	}
 	// Repeats: at most one task per host was in flight at the kill.
 	assertResumed(t, s, want, hosts, "")
+	assertGaps(t, s, cfg.PolitenessDelay)
+}
+
+// assertGaps checks that no host of s had two requests closer than delay.
+func assertGaps(t *testing.T, s *testsite.Site, delay time.Duration) {
+	t.Helper()
 	for _, h := range s.Hosts() {
-		if g := h.MinGap(); g < cfg.PolitenessDelay {
-			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, cfg.PolitenessDelay)
+		if g := h.MinGap(); g < delay {
+			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, delay)
 		}
 	}
 }

@@ -44,9 +44,5 @@ func TestServicesRideOutALoneNATSRestart(t *testing.T) {
 		t.Fatal("crawl did not finish")
 	}
 	assertResumed(t, s, want, hosts, "")
-	for _, h := range s.Hosts() {
-		if g := h.MinGap(); g < cfg.PolitenessDelay {
-			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, cfg.PolitenessDelay)
-		}
-	}
+	assertGaps(t, s, cfg.PolitenessDelay)
 }
