@@ -39,14 +39,16 @@ func Consumer(ctx context.Context, js jetstream.JetStream, stream, durable strin
 	return &Durable{Consumer: c, js: js, stream: stream, cfg: c.CachedInfo().Config, log: log}, nil
 }
 
-// restore creates the consumer again if the server no longer has it, and
-// reports whether it did.
+// restore creates the consumer again if the server says it no longer has
+// it, and reports whether it did. A server that does not answer (a link
+// down, a restart in progress) is not an error here: the client reconnects
+// and says so itself, and the next missed heartbeat asks again. The error
+// is a consumer that is gone and could not be created.
 func (d *Durable) restore(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := d.Consumer.Info(ctx)
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return false, err
+	if _, err := d.Consumer.Info(ctx); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return false, nil
 	}
 	if _, err := d.js.CreateOrUpdateConsumer(ctx, d.stream, d.cfg); err != nil {
 		return false, fmt.Errorf("consumer %s on stream %s is gone and could not be created again: %w", d.cfg.Durable, d.stream, err)

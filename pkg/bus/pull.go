@@ -73,8 +73,8 @@ func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan 
 				// consumer the server lost is created again, and an
 				// iterator the server stopped is opened again.
 				if d != nil && ctx.Err() == nil {
-					if _, rerr := d.restore(ctx); rerr != nil && !errors.Is(rerr, context.DeadlineExceeded) {
-						d.log.Warn("pulling stopped", "consumer", d.cfg.Durable, "stream", d.stream, "err", rerr)
+					if _, rerr := d.restore(ctx); rerr != nil && ctx.Err() == nil {
+						d.log.Warn("nothing is pulled until the consumer exists; trying again at the next missed heartbeat", "err", rerr)
 					}
 					if closed || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
 						if next, oerr := open(); oerr == nil {
