@@ -54,6 +54,9 @@ type Options struct {
 	// services mode's CPU, docs/benchmarks.md). Only for a bucket gate
 	// without a Gap: with a gap every start must be written.
 	Keep time.Duration
+	// Warn hears of a kept lease that could not be given back (it holds
+	// its slot until it expires); nil: nobody.
+	Warn func(msg string, args ...any)
 }
 
 // reuseFor is how long after its grant a lease may be taken again from the
@@ -390,7 +393,7 @@ func (g *Gate) reuse(ctx context.Context, key string) *Lease {
 	var old []*Lease
 	defer func() {
 		for _, l := range old {
-			_ = l.giveBack(ctx) // one that fails expires
+			g.giveBack(ctx, l)
 		}
 	}()
 	g.keepMu.Lock()
@@ -415,6 +418,14 @@ func (g *Gate) setKept(key string, ls []*Lease) {
 		return
 	}
 	g.kept[key] = ls
+}
+
+// giveBack gives a kept lease back to the bucket; one that fails expires,
+// and Options.Warn hears of it.
+func (g *Gate) giveBack(ctx context.Context, l *Lease) {
+	if err := l.giveBack(ctx); err != nil && g.o.Warn != nil {
+		g.o.Warn("giving back a kept per-IP lease failed; it holds its slot until it expires", "err", err)
+	}
 }
 
 // sweep gives back, every interval, the kept leases unused for Keep or too
@@ -444,7 +455,7 @@ func (g *Gate) sweep(interval time.Duration) {
 		}
 		g.keepMu.Unlock()
 		for _, l := range due {
-			_ = l.giveBack(context.Background()) // one that fails expires
+			g.giveBack(context.Background(), l)
 		}
 	}
 }

@@ -205,13 +205,16 @@ func (s *Service) Run(ctx context.Context) error {
 		s.keepAliveEvery = min(s.keepAliveEvery, info.Config.AckWait/3)
 	}
 	gateOpts := ipgate.Options{Ceiling: s.o.IPCeiling, Gap: s.o.IPGap, LeaseTTL: s.client.opts.Timeout + 30*time.Second, Now: s.o.Now, Keep: ipKeep}
+	if s.o.Log != nil {
+		gateOpts.Warn = s.o.Log.Warn
+	}
 	if s.o.LocalIPGate {
 		s.ipGate = ipgate.OpenLocal(gateOpts)
 	} else if s.ipGate, err = ipgate.Open(ctx, s.o.JS, s.o.Names.IPBucket(), gateOpts); err != nil {
 		return err
 	}
 	defer func() {
-		if err := s.ipGate.Close(context.WithoutCancel(ctx)); err != nil {
+		if err := s.ipGate.Close(context.WithoutCancel(ctx)); err != nil && s.o.Log != nil {
 			s.o.Log.Warn("giving back per-IP leases failed; they expire by themselves", "err", err)
 		}
 	}()
