@@ -75,6 +75,8 @@ var cases = []renderCase{
 	{name: "existing-secret", values: []string{chartDir + "/ci/existing-secret-values.yaml"}, apiVersions: []string{prometheusOperator}},
 	// Static ownership: one replica of dedup and frontier owning every partition.
 	{name: "static-ownership", set: []string{"partitionOwnership.automatic=false"}},
+	// Fetchers that parse (--with-parser), no parser replica.
+	{name: "fetcher-with-parser", set: []string{"services.fetcher.extraArgs={--with-parser}", "services.parser.replicas=0", "services.parser.autoscaling.enabled=false"}},
 	// Names near the limits: a long release name must still give valid names.
 	{name: "long-names", set: []string{"fullnameOverride=" + strings.Repeat("a", 63)}},
 	// NATS credentials as files from Secrets (issue 19 #3): a .creds file

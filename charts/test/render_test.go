@@ -53,6 +53,10 @@ func TestRender(t *testing.T) {
 					t.Errorf("%s: --partitions given = %v with automatic ownership = %v", svc, static, automatic)
 				}
 				checkConfig(t, svc, d, r)
+				if slices.Contains(c.set, "services.fetcher.extraArgs={--with-parser}") && svc == "fetcher" &&
+					!slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--with-parser") {
+					t.Errorf("fetcher args %v: no --with-parser", d.Spec.Template.Spec.Containers[0].Args)
+				}
 			}
 			checkAutoscaling(t, r)
 			checkSelectors(t, r)

@@ -128,7 +128,7 @@ func runModule(ctx context.Context, m app.Module, d *app.Deps, base *slog.Logger
 	if cfg.MetricsAddr != "" {
 		app.ServeMetrics(ctx, cfg.MetricsAddr, d, log)
 	}
-	if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: m.Name, Services: []string{m.Name},
+	if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: m.Name, Services: app.ServicesOf(svc, m.Name),
 		Gatherer: d.Registry, Log: log}); err != nil {
 		log.Warn("no heartbeat: trawler status will not count this replica", "err", err)
 	}

@@ -21,7 +21,7 @@ var commandFlags = map[string][]string{
 		"user-agent", "allowed-types", "link-kinds", "sort-query", "drop-params", "topic", "scoring", "relevance-threshold", "out", "min-transfer-rate", "max-deferrals",
 		"archive*", "parsed-text", "data-dir", "partition-count", "progress", "metrics-addr", "log-format", "config"},
 	"fetcher": {"nats*", "prefix", "politeness-*", "max-crawl-delay", "ip-*", "ignore-robots", "robots-*", "fetch-timeout", "max-body",
-		"user-agent", "allowed-types", "allow-private", "allow-link-local", "fetch-workers", "resolver", "dns-*", "max-deliver", "metrics-addr", "log-format", "config", "min-transfer-rate"},
+		"user-agent", "allowed-types", "allow-private", "allow-link-local", "fetch-workers", "fetch-backlog", "with-parser", "resolver", "dns-*", "max-deliver", "metrics-addr", "log-format", "config", "min-transfer-rate"},
 	"parser": {"nats*", "prefix", "partition-count", "link-kinds", "sort-query", "drop-params", "allow", "deny", "topic", "scoring",
 		"relevance-threshold", "max-depth", "max-url-length", "max-path-depth", "max-repeated-segments", "max-query-params", "max-redirects", "parse-workers", "parsed-*", "splitter-cache-size",
 		"max-deliver", "metrics-addr", "log-format", "config"},

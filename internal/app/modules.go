@@ -36,7 +36,7 @@ type Module struct {
 var modules = []Module{
 	{Name: "dedup", NeedsStore: true, build: newDedup},
 	{Name: "frontier", NeedsStore: true, build: newFrontier},
-	{Name: "fetcher", build: newFetcher},
+	{Name: "fetcher", build: newFetcherModule},
 	{Name: "parser", build: newParser},
 	{Name: "archive", build: newArchive},
 }
@@ -72,6 +72,15 @@ func (m Module) New(ctx context.Context, d *Deps) (Runner, error) {
 		return nil, fmt.Errorf("%s needs a store (--redis)", m.Name)
 	}
 	return m.build(ctx, d)
+}
+
+// ServicesOf names the pipeline's services r runs, for its heartbeat:
+// name, or more for a process that runs several (`fetcher --with-parser`).
+func ServicesOf(r Runner, name string) []string {
+	if s, ok := r.(interface{ Services() []string }); ok {
+		return s.Services()
+	}
+	return []string{name}
 }
 
 // NewService builds the module called name over d.

@@ -188,7 +188,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		}
 	}
 	if d.pagesInProcess {
-		fetch.HandPagesTo(parse.Handle)
+		fetch.HandPagesTo(parse.Handle, nil)
 	}
 	for i, svc := range svcs {
 		wg.Add(1)

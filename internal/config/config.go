@@ -107,6 +107,7 @@ type Config struct {
 	AllowPrivate     bool          // --allow-private: permit loopback, private, CGNAT, benchmarking and documentation addresses
 	AllowLinkLocal   bool          // --allow-link-local: with --allow-private, also link-local addresses and cloud metadata services
 	FetchWorkers     int           // --fetch-workers: concurrent fetches per fetcher, default 64
+	WithParser       bool          // --with-parser: `trawler fetcher` runs the parser too and parses its pages in process
 	FetchBacklog     int           // --fetch-backlog: fetched pages waiting to be parsed before fetching waits, default 1000 (0: no limit)
 	ParseWorkers     int           // --parse-workers: concurrent parses per parser, default 16
 	MaxAttempts      int           // --max-attempts: issues of a URL whose task was lost, default 3

@@ -78,6 +78,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowPrivate, "allow-private", false, "permit fetching loopback, private (RFC 1918, unique-local), carrier-grade NAT, benchmarking and documentation addresses (link-local and cloud metadata need --allow-link-local too)")
 	fs.BoolVar(&c.AllowLinkLocal, "allow-link-local", false, "with --allow-private, also permit link-local addresses and the cloud metadata services (169.254.169.254 and the like): only on a machine where that is safe")
 	fs.IntVar(&c.FetchWorkers, "fetch-workers", 64, "concurrent fetches per fetcher process")
+	fs.BoolVar(&c.WithParser, "with-parser", false, "trawler fetcher: run the parser in this process too, and parse each page in the worker that fetched it instead of sending it over pages.fetched, while nothing but the parser reads that subject (the parser's settings apply)")
 	fs.IntVar(&c.FetchBacklog, "fetch-backlog", DefaultFetchBacklog, "fetchers wait while this many fetched pages wait to be parsed (in run with --archive, or archived): a fetcher ahead of its parser only fills the stream, and memory (0: no limit)")
 	fs.IntVar(&c.ParseWorkers, "parse-workers", 16, "concurrent parses per parser process (each waits for NATS to acknowledge its page's links, so more than the cores)")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 3, "times a URL is issued when its fetch result never comes back")

@@ -118,8 +118,9 @@ type Service struct {
 	backlog      *backlog // nil: no limit
 	// handoff parses a page in process (handover.go); nil: pages are
 	// published on pages.fetched.
-	handoff func(context.Context, jetstream.Msg)
-	Stats   Stats
+	handoff   func(context.Context, jetstream.Msg)
+	handAlone func() bool // nil: hand every page over
+	Stats     Stats
 }
 
 // New wires a fetcher replica; Run starts it.

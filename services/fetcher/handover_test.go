@@ -34,7 +34,7 @@ func TestHandoverHoldsTheTaskUntilParsed(t *testing.T) {
 		got <- m
 		<-release
 		_ = m.Ack()
-	})
+	}, nil)
 	go svc.Run(ctx)
 	publishTask(t, js, names, "t1", srv.URL+"/")
 
@@ -87,7 +87,7 @@ func TestHandedBackPageIsHandedAgainNotRefetched(t *testing.T) {
 			return
 		}
 		_ = m.Ack()
-	})
+	}, nil)
 	go svc.Run(ctx)
 	publishTask(t, js, names, "t1", srv.URL+"/")
 	testutil.Eventually(t, 30*time.Second, "the page handed over twice and its task acked", func() bool {
@@ -99,6 +99,39 @@ func TestHandedBackPageIsHandedAgainNotRefetched(t *testing.T) {
 	}
 	if n := streamLast(t, js, names.StreamFrontier()); n != 1 {
 		t.Errorf("%d done reports, want 1", n)
+	}
+}
+
+// While pages.fetched has another reader (alone says false), pages are
+// published there, not handed over; once it has none, they are handed over.
+func TestPagesArePublishedWhileAnotherReaderIsThere(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	js, names := testbus.Start(t, 1)
+	srv, _ := countingSite(t)
+	svc := newFetcher(js, names, 2, 5*time.Second)
+	var alone atomic.Bool
+	var handed atomic.Int32
+	svc.HandPagesTo(func(_ context.Context, m jetstream.Msg) {
+		handed.Add(1)
+		_ = m.Ack()
+	}, alone.Load)
+	go svc.Run(ctx)
+	publishTask(t, js, names, "t1", srv.URL+"/a")
+	testutil.Eventually(t, 30*time.Second, "the first page published", func() bool {
+		return streamLast(t, js, names.StreamPages()) == 1
+	})
+	if n := handed.Load(); n != 0 {
+		t.Errorf("%d pages handed over while another reader was there, want 0", n)
+	}
+	alone.Store(true)
+	publishTask(t, js, names, "t2", srv.URL+"/b")
+	testutil.Eventually(t, 30*time.Second, "the second page handed over", func() bool { return handed.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "both done reports", func() bool {
+		return streamLast(t, js, names.StreamFrontier()) == 2
+	})
+	if n := streamLast(t, js, names.StreamPages()); n != 1 {
+		t.Errorf("%d pages in the pages stream, want the first only", n)
 	}
 }
 

@@ -131,7 +131,7 @@ func main() {
 	flag.DurationVar(&h.delay, "delay", 100*time.Millisecond, "politeness delay (per host, after each response) for every crawler")
 	flag.DurationVar(&h.timeout, "timeout", 30*time.Minute, "give up on a crawl after this long")
 	flag.IntVar(&runs, "runs", 3, "runs of each mode (interleaved); medians are reported")
-	flag.StringVar(&modes, "modes", "run,run-out,run-warc,cluster,cluster-warc,colly,wget", "modes to measure: run, run-out, run-warc, cluster, cluster-warc, colly, wget")
+	flag.StringVar(&modes, "modes", "run,run-out,run-warc,cluster,cluster-warc,colly,wget", "modes to measure: run, run-out, run-warc, cluster, cluster-warc, cluster-fp (fetchers --with-parser, no parser process), colly, wget")
 	flag.StringVar(&polite, "polite", "20x150", "politeness-bound case: hosts x pages crawled with -polite-delay (empty: skip)")
 	flag.DurationVar(&politeDelay, "polite-delay", 100*time.Millisecond, "delay of the politeness-bound case")
 	flag.StringVar(&few, "few", "1x600,6x300", "few-hosts cases without a delay: hosts x pages, comma-separated (empty: skip)")
@@ -217,7 +217,7 @@ func buildCases(web string, cfg websim.Config, delay time.Duration, runs int, mo
 	return cases, nil
 }
 
-var allModes = []string{"run", "run-out", "run-warc", "cluster", "cluster-warc", "colly", "wget"}
+var allModes = []string{"run", "run-out", "run-warc", "cluster", "cluster-warc", "cluster-fp", "colly", "wget"}
 
 // canListen reports whether this process may listen on addr (port 80 needs
 // root or CAP_NET_BIND_SERVICE).
@@ -396,8 +396,8 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 	switch mode {
 	case "run", "run-out", "run-warc":
 		m, err = h.runAllInOne(ctx, dir, profile, strings.TrimPrefix(strings.TrimPrefix(mode, "run"), "-"))
-	case "cluster", "cluster-warc":
-		m, err = h.runCluster(ctx, dir, fetchers, parsers, profile, mode == "cluster-warc")
+	case "cluster", "cluster-warc", "cluster-fp":
+		m, err = h.runCluster(ctx, dir, fetchers, parsers, profile, mode == "cluster-warc", mode == "cluster-fp")
 	case "colly":
 		m, err = h.runColly(ctx, dir)
 	case "wget":

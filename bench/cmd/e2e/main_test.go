@@ -33,7 +33,7 @@ func TestSmallWebEveryMode(t *testing.T) {
 		t.Log("no wget on PATH: wget mode skipped")
 	}
 	if natsUp() {
-		modes = append(modes, "cluster", "cluster-warc")
+		modes = append(modes, "cluster", "cluster-warc", "cluster-fp")
 	} else if os.Getenv("TRAWLER_CI") != "" {
 		t.Fatal("TRAWLER_CI is set but NATS does not answer on 127.0.0.1:4222")
 	} else {

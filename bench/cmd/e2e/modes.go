@@ -106,7 +106,7 @@ func (h *harness) crawlFlags() []string {
 // keep the pages' text (--parsed-text, which `run` sets by itself with
 // --out or --archive), and the crawl ends when the archive has written
 // everything.
-func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers int, profile string, archive bool) (measured, error) {
+func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers int, profile string, archive, withParser bool) (measured, error) {
 	prefix := "e2e-" + randHex(4)
 	common := append([]string{"--nats", h.natsURL, "--redis", h.redisAddr, "--prefix", prefix}, h.crawlFlags()...)
 	defer h.cleanup(prefix)
@@ -152,8 +152,13 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 			return measured{}, err
 		}
 	}
+	var fetcherFlags []string
+	if withParser {
+		fetcherFlags = append([]string{"--with-parser"}, parserFlags...)
+		parsers = 0 // the fetchers parse
+	}
 	for i := range fetchers {
-		if err := launch(fmt.Sprintf("fetcher-%d", i), "fetcher"); err != nil {
+		if err := launch(fmt.Sprintf("fetcher-%d", i), "fetcher", fetcherFlags...); err != nil {
 			return measured{}, err
 		}
 	}

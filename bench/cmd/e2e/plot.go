@@ -85,6 +85,8 @@ func shortLabel(mode string) string {
 		return "trawler services"
 	case "cluster-warc":
 		return "trawler services + archive (WARC)"
+	case "cluster-fp":
+		return "trawler services, fetcher --with-parser"
 	case "colly":
 		return "colly"
 	case "wget":

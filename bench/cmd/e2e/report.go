@@ -253,6 +253,8 @@ func label(mode string) string {
 		return "Trawler services (4 processes, NATS + Redis)"
 	case "cluster-warc":
 		return "Trawler services + `trawler archive --out` (WARC + JSON Lines)"
+	case "cluster-fp":
+		return "Trawler services, `fetcher --with-parser` (3 processes, NATS + Redis)"
 	case "colly":
 		return "Colly v2 async"
 	case "wget":
