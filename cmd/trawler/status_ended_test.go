@@ -11,6 +11,34 @@ import (
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
+// Pages a fetcher hands to its parser in process (run, fetcher
+// --with-parser) never enter the pages stream: status counts them from the
+// live fetchers' heartbeats, not as 0.
+func TestStatusCountsPagesParsedInProcess(t *testing.T) {
+	now := time.Now()
+	beats := []heartbeat.Beat{
+		{Service: "fetcher", Services: []string{"fetcher", "parser"}, At: now, Counters: map[string]float64{
+			"trawler_fetcher_pages_total": 40, "trawler_fetcher_errors_total": 2,
+		}},
+		{Service: "fetcher", Services: []string{"fetcher"}, At: now, Counters: map[string]float64{"trawler_fetcher_pages_total": 8}},
+	}
+	var rep statusReport
+	rep.Pages.Fetched = 5 // published on pages.fetched
+	addBeats(&rep, beats, now)
+	if rep.Pages.Fetched != 50 {
+		t.Errorf("fetched = %d, want the fetchers' 50", rep.Pages.Fetched)
+	}
+	if rep.Replicas["parser"] != 1 || rep.Replicas["fetcher"] != 2 {
+		t.Errorf("replicas = %v, want fetcher 2, parser 1", rep.Replicas)
+	}
+	rep = statusReport{}
+	rep.Pages.Fetched = 500 // the stream's count, over the crawl's life
+	addBeats(&rep, beats, now)
+	if rep.Pages.Fetched != 500 {
+		t.Errorf("fetched = %d, want the stream's 500", rep.Pages.Fetched)
+	}
+}
+
 // status sums the links the parsers excluded, by reason, over the live
 // processes' heartbeats, and shows them in its JSON and on its screen in
 // the run summary's words (issue 18); a silent process's counters are left

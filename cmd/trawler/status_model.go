@@ -18,7 +18,7 @@ type statusReport struct {
 	Idle bool `json:"idle"`
 
 	Pages struct {
-		Fetched uint64 `json:"fetched"` // pages published over the crawl's life (failures included)
+		Fetched uint64 `json:"fetched"` // pages published over the crawl's life (failures included), or the live fetchers' count when larger (pages parsed in process are not published)
 		Parsed  uint64 `json:"parsed"`
 	} `json:"pages"`
 	Rates struct {

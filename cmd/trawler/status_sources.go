@@ -167,6 +167,10 @@ func addBeats(rep *statusReport, beats []heartbeat.Beat, now time.Time) {
 		}
 	}
 	rep.Rates.PagesPerSec = rate["trawler_fetcher_pages_total"] + rate["trawler_fetcher_errors_total"]
+	// Pages handed to the parser in process (run, fetcher --with-parser)
+	// never enter the pages stream: the live fetchers' own count is then
+	// the larger.
+	rep.Pages.Fetched = max(rep.Pages.Fetched, uint64(sum["trawler_fetcher_pages_total"]+sum["trawler_fetcher_errors_total"]))
 	rep.Rates.BytesPerSec = rate["trawler_fetcher_body_bytes_total"]
 	rep.Rates.ParsedPerSec = rate["trawler_parser_pages_total"]
 	rep.Frontier.ReadyHosts = sum["trawler_frontier_ready_hosts"]
