@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -83,4 +87,54 @@ func pagesPublished(t *testing.T, ctx context.Context, natsURL, prefix string) u
 		t.Fatal(err)
 	}
 	return info.State.LastSeq
+}
+
+// --issue-ahead in the services mode: a host's next task leaves the
+// frontier before its gap ends (in the done report's own step) and the
+// fetcher holds it; every host still sees one request at a time and gaps of
+// at least the delay, and each URL is fetched once.
+func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
+	site := testsite.New()
+	hosts := []*testsite.Host{site.AddHost(t, "ia-a", "127.0.3.1"), site.AddHost(t, "ia-b", "127.0.3.2")}
+	testsite.Generate(hosts, 12, 3, 11)
+	var seeds []string
+	for _, h := range hosts {
+		seeds = append(seeds, h.URL("/"))
+	}
+	want := site.Reachable(seeds, func(*urlURL) bool { return true }, -1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := clusterConfig(t, seeds)
+	const delay = 60 * time.Millisecond
+	cfg.PolitenessDelay, cfg.PolitenessFactor, cfg.IssueAhead = delay, 0, 150*time.Millisecond
+	cfg.WithParser = true
+	// Watch the tasks go by: some must leave ahead, saying for how long.
+	nc, err := nats.Connect(cfg.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var ahead atomic.Int32
+	sub, err := nc.Subscribe(cfg.Prefix+".fetch.>", func(m *nats.Msg) {
+		if ns, err := strconv.ParseInt(m.Header.Get(messages.HeaderHoldFor), 10, 64); err == nil && ns > 0 && ns <= int64(delay) {
+			ahead.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	stop := startServiceSet(t, ctx, cfg, "dedup", "frontier", "fetcher")
+	seedAndWait(t, ctx, cfg)
+	stop()
+	assertFetchedOnce(t, site, want)
+	if n := ahead.Load(); n < int32(len(want))/2 {
+		t.Errorf("%d of %d tasks issued ahead of their gap's end, want most", n, len(want))
+	}
+	for _, h := range hosts {
+		if g := h.MinGap(); g < delay {
+			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, delay)
+		}
+		t.Logf("host %s: %d requests, smallest gap %v", h.Name, len(h.Spans()), h.MinGap())
+	}
 }

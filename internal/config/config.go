@@ -90,7 +90,7 @@ type Config struct {
 	IPMaxConcurrent  int           // --ip-max-concurrent: requests in flight per server IP address, all fetchers together, default 4 (0: no limit)
 	IPDelay          time.Duration // --ip-delay: gap between request starts per server IP address, default 0
 	PolitenessFactor float64       // --politeness-factor: gap >= k x last response time, default 10 (Mercator)
-	IssueAhead       time.Duration // --issue-ahead: a task may leave the frontier this long before its host's gap ends (experimental), default 0
+	IssueAhead       time.Duration // --issue-ahead: a task may leave the frontier this long before its host's gap ends, default 0
 	MaxCrawlDelay    time.Duration // --max-crawl-delay: cap on robots.txt Crawl-delay, default 30s
 	// --politeness-max-gap: cap on what Crawl-delay, k x response time and
 	// failure backoff add to a host's rest, default 30s (Heritrix's max-delay-ms)

@@ -63,7 +63,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.IPMaxConcurrent, "ip-max-concurrent", 4, "most requests in flight to one server IP address, across all fetchers (0: no limit)")
 	fs.DurationVar(&c.IPDelay, "ip-delay", 0, "least time between two request starts to one server IP address, across all fetchers")
 	fs.Float64Var(&c.PolitenessFactor, "politeness-factor", 10, "a host also rests this many times its last response time (Mercator's k)")
-	fs.DurationVar(&c.IssueAhead, "issue-ahead", 0, "experimental: issue a host's next task up to this long before its politeness gap ends; the fetcher holds it until then (0: issue when the gap is over)")
+	fs.DurationVar(&c.IssueAhead, "issue-ahead", 0, "issue a host's next task up to this long before its politeness gap ends; the fetcher holds it until then, and the trip overlaps the gap (0: issue when the gap is over)")
 	fs.DurationVar(&c.MaxCrawlDelay, "max-crawl-delay", 30*time.Second, "cap on a robots.txt Crawl-delay")
 	fs.DurationVar(&c.PolitenessMaxGap, "politeness-max-gap", 30*time.Second, "cap on the rest a host's Crawl-delay, slow responses (k x response time) and failure backoff add; --politeness-delay holds above it")
 	fs.BoolVar(&c.IgnoreRobots, "ignore-robots", false, "do not fetch or obey robots.txt (only for sites you own)")

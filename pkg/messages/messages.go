@@ -281,6 +281,12 @@ const (
 	// HeaderNotBefore on a fetch task repeats FetchTask.NotBefore (Unix
 	// nanoseconds), so a fetcher can hold the task without decoding it.
 	HeaderNotBefore = "Trawler-Not-Before"
+	// HeaderHoldFor on a fetch task published before its not-before time
+	// is how long that was ahead when the frontier published it (decimal
+	// nanoseconds, by the frontier's clock): a fetcher holds the task at
+	// least this long from its arrival, so a fetcher whose clock runs ahead
+	// of the frontier's never starts the request early.
+	HeaderHoldFor = "Trawler-Hold-For"
 )
 
 // Schema returns the value of the Trawler-Schema header for a message kind.

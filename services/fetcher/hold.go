@@ -12,9 +12,11 @@ import (
 )
 
 // holdUntilDue passes tasks on to the workers when their Trawler-Not-Before
-// time has come. The frontier issues a task a little before its host's
-// politeness gap ends so that the trip through NATS overlaps the gap; held
-// here, such a task takes no worker. Tasks still held when ctx ends are left
+// time has come, and not before their Trawler-Hold-For has passed since
+// they arrived: the frontier's clock and this one need not agree. The
+// frontier issues a task a little before its host's politeness gap ends so
+// that the trip through NATS overlaps the gap; held here, such a task takes
+// no worker. Tasks still held when ctx ends are left
 // unacked: JetStream redelivers them after their ack wait.
 func holdUntilDue(ctx context.Context, in <-chan jetstream.Msg) <-chan jetstream.Msg {
 	out := make(chan jetstream.Msg)
@@ -28,7 +30,7 @@ func holdUntilDue(ctx context.Context, in <-chan jetstream.Msg) <-chan jetstream
 	go func() {
 		defer func() { held.Wait(); close(out) }()
 		for m := range in {
-			wait := time.Until(notBefore(m))
+			wait := max(time.Until(notBefore(m)), holdFor(m))
 			if wait <= 0 {
 				pass(m)
 				continue
@@ -61,4 +63,18 @@ func notBefore(m jetstream.Msg) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// holdFor reads a task's Trawler-Hold-For header (zero when absent or
+// malformed).
+func holdFor(m jetstream.Msg) time.Duration {
+	h := m.Headers()
+	if h == nil {
+		return 0
+	}
+	ns, err := strconv.ParseInt(h.Get(messages.HeaderHoldFor), 10, 64)
+	if err != nil || ns < 0 {
+		return 0
+	}
+	return time.Duration(ns)
 }

@@ -78,3 +78,27 @@ func TestHoldUntilDueStops(t *testing.T) {
 		t.Fatal("output not closed after shutdown")
 	}
 }
+
+// A fetcher whose clock runs ahead of the frontier's sees the task's
+// not-before time passed already; Trawler-Hold-For, the frontier's own
+// measure of how far ahead it published the task, holds it all the same.
+func TestHoldForHoldsWhateverTheClocksSay(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in := make(chan jetstream.Msg, 2)
+	m := taskAt(time.Now().Add(-time.Second)) // by this clock, due a second ago
+	m.(heldMsg).h.Set(messages.HeaderHoldFor, strconv.FormatInt(int64(120*time.Millisecond), 10))
+	start := time.Now()
+	in <- m
+	in <- heldMsg{h: nats.Header{messages.HeaderHoldFor: []string{"-5"}}} // malformed: not held
+	close(in)
+	out := holdUntilDue(ctx, in)
+	first := <-out
+	if holdFor(first) != 0 {
+		t.Errorf("the task with a malformed hold did not pass first")
+	}
+	<-out
+	if waited := time.Since(start); waited < 120*time.Millisecond {
+		t.Errorf("task held %v, want at least its Trawler-Hold-For of 120ms", waited)
+	}
+}

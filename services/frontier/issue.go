@@ -268,12 +268,16 @@ func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error 
 func (pt *partition) taskMsgs(tasks []store.InFlight) ([]*nats.Msg, []string) {
 	msgs := make([]*nats.Msg, len(tasks))
 	ids := make([]string, len(tasks))
+	now := time.Now()
 	for i, t := range tasks {
 		data, _ := messages.Encode(&t.Task)
 		msgs[i] = nats.NewMsg(pt.s.o.Names.Fetch(pt.p))
 		msgs[i].Data = data
 		if !t.Task.NotBefore.IsZero() {
 			msgs[i].Header.Set(messages.HeaderNotBefore, strconv.FormatInt(t.Task.NotBefore.UnixNano(), 10))
+			if ahead := t.Task.NotBefore.Sub(now); ahead > 0 {
+				msgs[i].Header.Set(messages.HeaderHoldFor, strconv.FormatInt(int64(ahead), 10))
+			}
 		}
 		ids[i] = "task:" + t.Task.ID
 	}
