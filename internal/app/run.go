@@ -189,6 +189,12 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	if d.pagesInProcess {
 		fetch.HandPagesTo(parse.Handle, nil)
+	} else {
+		// Others may connect (--nats-listen) or read already (--archive):
+		// pages are handed over while nothing but the parser reads them.
+		r := newPagesReaders(runCtx, d)
+		fetch.HandPagesTo(parse.Handle, r.alone)
+		go r.watch(runCtx)
 	}
 	for i, svc := range svcs {
 		wg.Add(1)

@@ -41,11 +41,18 @@ func newFetcherModule(ctx context.Context, d *Deps) (Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--with-parser: %w", err)
 	}
-	r := &pagesReaders{js: d.JS, stream: d.Names.StreamPages(), parser: d.Names.ConsumerParser(), log: d.Log.With("service", "fetcher")}
-	r.refresh(ctx) // the first pages already go the right way
+	r := newPagesReaders(ctx, d)
 	fetch := unwrap(f).(*fetcher.Service)
 	fetch.HandPagesTo(unwrap(p).(*parser.Service).Handle, r.alone)
 	return &fetchAndParse{fetch: f, parse: p, readers: r}, nil
+}
+
+// newPagesReaders reads the pages stream's consumers once, so that the
+// first pages already go the right way; watch keeps it current.
+func newPagesReaders(ctx context.Context, d *Deps) *pagesReaders {
+	r := &pagesReaders{js: d.JS, stream: d.Names.StreamPages(), parser: d.Names.ConsumerParser(), log: d.Log.With("service", "fetcher")}
+	r.refresh(ctx)
+	return r
 }
 
 // fetchAndParse runs a fetcher and a parser together, the fetcher handing

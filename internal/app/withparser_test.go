@@ -138,3 +138,33 @@ func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
 		t.Logf("host %s: %d requests, smallest gap %v", h.Name, len(h.Spans()), h.MinGap())
 	}
 }
+
+// `run --nats-listen`: other processes may connect, but while none reads
+// pages.fetched the pages go to the parser in process all the same.
+func TestRunWithAListenerHandsPagesOverWhileNothingElseReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := newFixture(t)
+	cfg := testConfig(t, f.seeds)
+	if _, err := app.RunAll(ctx, cfg, app.RunOptions{Listen: freeAddr(t)}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	assertFetchedOnce(t, f.site, f.expected())
+	// The data dir keeps the stream's state: open it again to read it.
+	d, err := app.OpenEmbedded(ctx, cfg, "", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	st, err := d.JS.Stream(ctx, d.Names.StreamPages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if published := info.State.LastSeq; published != 0 {
+		t.Errorf("%d pages published on pages.fetched with nothing else reading it, want 0", published)
+	}
+}
