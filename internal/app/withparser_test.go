@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/app"
+	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -24,10 +25,7 @@ func TestFetcherWithParserNeedsNoParserService(t *testing.T) {
 	defer cancel()
 	f := newFixture(t)
 	cfg := clusterConfig(t, f.seeds)
-	cfg.WithParser = true
-	stop := startServiceSet(t, ctx, cfg, "dedup", "frontier", "fetcher")
-	seedAndWait(t, ctx, cfg)
-	stop()
+	crawlWithFetchersParsing(t, ctx, cfg)
 	assertFetchedOnce(t, f.site, f.expected())
 	if n := pagesPublished(t, ctx, cfg.NATSURL, cfg.Prefix); n != 0 {
 		t.Errorf("%d pages published on pages.fetched with no other reader, want 0", n)
@@ -42,7 +40,6 @@ func TestFetcherWithParserPublishesForATap(t *testing.T) {
 	defer cancel()
 	f := newFixture(t)
 	cfg := clusterConfig(t, f.seeds)
-	cfg.WithParser = true
 	d, err := app.OpenCluster(ctx, cfg, false, "test-tap", testLogger(t)) // creates the streams
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +48,22 @@ func TestFetcherWithParserPublishesForATap(t *testing.T) {
 	if _, err := d.JS.CreateConsumer(ctx, d.Names.StreamPages(), jetstream.ConsumerConfig{Durable: "tap", AckPolicy: jetstream.AckNonePolicy}); err != nil {
 		t.Fatal(err)
 	}
-	stop := startServiceSet(t, ctx, cfg, "dedup", "frontier", "fetcher")
-	seedAndWait(t, ctx, cfg)
-	stop()
+	crawlWithFetchersParsing(t, ctx, cfg)
 	want := f.expected()
 	assertFetchedOnce(t, f.site, want)
 	if n := pagesPublished(t, ctx, cfg.NATSURL, cfg.Prefix); n < uint64(len(want)) {
 		t.Errorf("%d pages published on pages.fetched for the tap, want at least the %d fetched", n, len(want))
 	}
+}
+
+// crawlWithFetchersParsing seeds cfg's crawl and runs it to its end with
+// dedup, frontier and a fetcher --with-parser: no parser service.
+func crawlWithFetchersParsing(t *testing.T, ctx context.Context, cfg config.Config) {
+	t.Helper()
+	cfg.WithParser = true
+	stop := startServiceSet(t, ctx, cfg, "dedup", "frontier", "fetcher")
+	seedAndWait(t, ctx, cfg)
+	stop()
 }
 
 // pagesPublished is the pages stream's last sequence: every page published
@@ -107,7 +112,6 @@ func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
 	cfg := clusterConfig(t, seeds)
 	const delay = 60 * time.Millisecond
 	cfg.PolitenessDelay, cfg.PolitenessFactor, cfg.IssueAhead = delay, 0, 150*time.Millisecond
-	cfg.WithParser = true
 	// Watch the tasks go by: some must leave ahead, saying for how long.
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {
@@ -124,9 +128,7 @@ func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	stop := startServiceSet(t, ctx, cfg, "dedup", "frontier", "fetcher")
-	seedAndWait(t, ctx, cfg)
-	stop()
+	crawlWithFetchersParsing(t, ctx, cfg)
 	assertFetchedOnce(t, site, want)
 	if n := ahead.Load(); n < int32(len(want))/2 {
 		t.Errorf("%d of %d tasks issued ahead of their gap's end, want most", n, len(want))
