@@ -7,7 +7,9 @@
 //   - the four services as separate processes against the machine's NATS
 //     and Redis (`trawler dedup|frontier|fetcher|parser`, `seed`, `status
 //     --wait`): bare (cluster) and with `trawler archive --out`, the WARC
-//     archive and JSON Lines of the services (cluster-warc),
+//     archive and JSON Lines of the services (cluster-warc); and with the
+//     fetchers parsing (`fetcher --with-parser`, no parser process:
+//     cluster-fp),
 //   - the Colly v2 baseline (bench/colly) and GNU Wget,
 //
 // several times, interleaved, and reports medians of pages/s, pages per
@@ -131,7 +133,7 @@ func main() {
 	flag.DurationVar(&h.delay, "delay", 100*time.Millisecond, "politeness delay (per host, after each response) for every crawler")
 	flag.DurationVar(&h.timeout, "timeout", 30*time.Minute, "give up on a crawl after this long")
 	flag.IntVar(&runs, "runs", 3, "runs of each mode (interleaved); medians are reported")
-	flag.StringVar(&modes, "modes", "run,run-out,run-warc,cluster,cluster-warc,colly,wget", "modes to measure: run, run-out, run-warc, cluster, cluster-warc, cluster-fp (fetchers --with-parser, no parser process), colly, wget")
+	flag.StringVar(&modes, "modes", "run,run-out,run-warc,cluster,cluster-warc,cluster-fp,colly,wget", "modes to measure: run, run-out, run-warc, cluster, cluster-warc, cluster-fp (fetchers --with-parser, no parser process), colly, wget")
 	flag.StringVar(&polite, "polite", "20x150", "politeness-bound case: hosts x pages crawled with -polite-delay (empty: skip)")
 	flag.DurationVar(&politeDelay, "polite-delay", 100*time.Millisecond, "delay of the politeness-bound case")
 	flag.StringVar(&few, "few", "1x600,6x300", "few-hosts cases without a delay: hosts x pages, comma-separated (empty: skip)")
