@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,27 +18,9 @@ import (
 
 func trawler(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut lockedBuffer // the embedded server logs from its own goroutines
+	var out, errOut testutil.SyncBuffer // the embedded server logs from its own goroutines
 	code := run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestRunCommandCrawlsAndReports(t *testing.T) {
@@ -173,7 +153,7 @@ func TestTapSaysWhatItWaitsForAndEndsWhenTheBusGoes(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var code int
-	var out, errOut lockedBuffer
+	var out, errOut testutil.SyncBuffer
 	go func() {
 		defer close(done)
 		code = run(context.Background(), []string{"tap", "--nats", ns.ClientURL(), "no.such.subject"}, &out, &errOut)

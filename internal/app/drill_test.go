@@ -1,12 +1,10 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,13 +25,13 @@ import (
 type child struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testutil.SyncBuffer
 }
 
 // startChild runs service name as a separate process with cfg.
 func startChild(t *testing.T, cfg config.Config, name string) *child {
 	t.Helper()
-	c := &child{name: name, cmd: exec.Command(os.Args[0], "-test.run=^$"), out: &lockedBuffer{}}
+	c := &child{name: name, cmd: exec.Command(os.Args[0], "-test.run=^$"), out: &testutil.SyncBuffer{}}
 	c.cmd.Env = append(append(os.Environ(), "TRAWLER_TEST_CHILD=service:"+name), childEnv(cfg)...)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
@@ -47,34 +45,6 @@ func startChild(t *testing.T, cfg config.Config, name string) *child {
 		}
 	})
 	return c
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
-}
-
-// Tail is the last n bytes written.
-func (b *lockedBuffer) Tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.b.String()
-	if len(s) > n {
-		s = "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // The fault drill of a production deployment, on one machine: a 3-node NATS

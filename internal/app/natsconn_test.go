@@ -10,6 +10,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
@@ -21,7 +22,7 @@ func TestEmbeddedListenWithTokenRefusesStrangers(t *testing.T) {
 	cfg := testConfig(t, nil)
 	cfg.NATSToken = "listen-s3cret"
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(testredis.FreePort(t)))
-	var logs logBuffer // the server logs from its own goroutines
+	var logs testutil.SyncBuffer // the server logs from its own goroutines
 	d, err := app.OpenEmbedded(context.Background(), cfg, listen, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,39 +1,20 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
-
-// logBuffer is a log destination the test reads once the run is over.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Issue 18 #4: a run whose seeds the address guard refuses ends at once with
 // the address, its class and the flag, without a request (robots.txt
@@ -50,7 +31,7 @@ func TestRunAllRefusedSeedsFailAtOnce(t *testing.T) {
 	cfg.RobotsRetry = time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var logs logBuffer
+	var logs testutil.SyncBuffer
 	_, err := app.RunAll(ctx, cfg, app.RunOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	want := "every seed was refused: blocked address 127.0.3.1 (loopback); pass --allow-private to permit"
 	if !errors.Is(err, app.ErrSeedsRefused) || err.Error() != want {
@@ -106,7 +87,7 @@ func TestRunAllRefusedLinksAreFinal(t *testing.T) {
 	cfg.Out = filepath.Join(t.TempDir(), "out.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var logs logBuffer
+	var logs testutil.SyncBuffer
 	sum, err := app.RunAll(ctx, cfg, app.RunOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel2()
-	var logs logBuffer
+	var logs testutil.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if _, err := app.RunAll(ctx2, cfg, app.RunOptions{Progress: &logs}, log); err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())

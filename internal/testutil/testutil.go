@@ -124,3 +124,19 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Len is the number of bytes written.
+func (s *SyncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// Tail is the last n bytes written, after an ellipsis when there were more.
+func (s *SyncBuffer) Tail(n int) string {
+	str := s.String()
+	if len(str) > n {
+		str = "…" + str[len(str)-n:]
+	}
+	return str
+}
