@@ -18,7 +18,7 @@ type statusReport struct {
 	Idle bool `json:"idle"`
 
 	Pages struct {
-		Fetched uint64 `json:"fetched"` // pages published over the crawl's life (failures included), or the live fetchers' count when larger (pages parsed in process are not published)
+		Fetched uint64 `json:"fetched"` // pages published over the crawl's life (failures included); pages parsed in process are not published there, so the parsed documents' count or the live fetchers' when larger
 		Parsed  uint64 `json:"parsed"`
 	} `json:"pages"`
 	Rates struct {

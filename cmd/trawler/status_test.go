@@ -22,6 +22,8 @@ import (
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/services/fetcher"
+	"github.com/trawlerhq/trawler/services/parser"
 )
 
 // liveCrawl is an all-in-one crawl whose NATS listens on TCP and stays up
@@ -46,6 +48,13 @@ func freeAddr(t *testing.T) string {
 // to a port that refuses connections: 4 responses 2xx, 1 response 4xx, 1
 // failure (refused), 6 URLs seen. before, if set, runs before the services.
 func startCrawl(t *testing.T, before func(*app.Deps)) *liveCrawl {
+	t.Helper()
+	return startCrawlHanding(t, before, false)
+}
+
+// startCrawlHanding is startCrawl with, when handOver, the fetcher handing
+// its pages to the parser in process (as run and fetcher --with-parser do).
+func startCrawlHanding(t *testing.T, before func(*app.Deps), handOver bool) *liveCrawl {
 	t.Helper()
 	s := testsite.New()
 	a := s.AddHost(t, "a", "127.0.0.2")
@@ -76,13 +85,29 @@ func startCrawl(t *testing.T, before func(*app.Deps)) *liveCrawl {
 	if _, err := app.Seed(ctx, d, cfg.Seeds); err != nil {
 		t.Fatal(err)
 	}
+	var fetch *fetcher.Service
+	var parse *parser.Service
 	for _, name := range app.Services {
 		svc, err := app.NewService(ctx, name, d)
 		if err != nil {
 			t.Fatal(err)
 		}
+		switch s := svc.(type) {
+		case *fetcher.Service:
+			fetch = s
+			if handOver {
+				continue // started below, once the parser is built
+			}
+		case *parser.Service:
+			parse = s
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.Run(ctx) }()
+	}
+	if handOver {
+		fetch.HandPagesTo(parse.Handle, nil)
+		wg.Add(1)
+		go func() { defer wg.Done(); fetch.Run(ctx) }()
 	}
 	parts, _ := cfg.OwnedPartitions()
 	if err := heartbeat.Start(ctx, heartbeat.Options{JS: d.JS, Names: d.Names, Service: "run", Services: app.Services,
@@ -97,6 +122,26 @@ func startCrawl(t *testing.T, before func(*app.Deps)) *liveCrawl {
 		t.Fatal("crawl did not finish:", err)
 	}
 	return &liveCrawl{d: d, url: "nats://" + addr, site: s, cfg: cfg}
+}
+
+// A crawl whose pages are parsed in process publishes none on
+// pages.fetched: status counts them as fetched all the same.
+func TestStatusCountsACrawlParsedInProcess(t *testing.T) {
+	c := startCrawlHanding(t, nil, true)
+	testutil.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		code, stdout, stderr := trawler(t, "status", "--json", "--nats", c.url, "--partition-count", "4")
+		if code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		var rep statusReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			return fmt.Errorf("%v\n%s", err, stdout)
+		}
+		if rep.Pages.Fetched != 6 || rep.Pages.Parsed != 6 {
+			return fmt.Errorf("fetched %d, parsed %d, want 6 and 6", rep.Pages.Fetched, rep.Pages.Parsed)
+		}
+		return nil
+	})
 }
 
 func TestStatusJSONOfAKnownCrawl(t *testing.T) {
