@@ -97,9 +97,10 @@ type pagesReaders struct {
 	parser string
 	log    *slog.Logger
 
-	only   atomic.Bool // the parser's consumer is the stream's only one
-	others []string    // as last read, for the log line of a change
-	known  bool        // read at least once
+	only    atomic.Bool // the parser's consumer is the stream's only one
+	others  []string    // as last read, for the log line of a change
+	known   bool        // read at least once
+	failing bool        // the last read failed (said once per streak)
 }
 
 // alone reports whether nothing but the parser reads pages.fetched, as last
@@ -121,23 +122,22 @@ func (r *pagesReaders) watch(ctx context.Context) {
 }
 
 // refresh lists the stream's consumers; a failed read keeps the last answer
-// (NATS trouble shows in the fetcher's and parser's own errors).
+// and says so once, until a read works again.
 func (r *pagesReaders) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := r.js.Stream(ctx, r.stream)
+	others, err := r.read(ctx)
 	if err != nil {
-		return
-	}
-	var others []string
-	names := st.ConsumerNames(ctx)
-	for name := range names.Name() {
-		if name != r.parser {
-			others = append(others, name)
+		if !r.failing && ctx.Err() == nil {
+			r.log.Warn("cannot list the consumers of the pages stream; pages go as before until it can (check the NATS user may read stream and consumer info)",
+				"stream", r.stream, "parsing_in_process", r.only.Load(), "err", err)
 		}
-	}
-	if names.Err() != nil {
+		r.failing = true
 		return
+	}
+	if r.failing {
+		r.log.Info("listing the consumers of the pages stream works again", "stream", r.stream)
+		r.failing = false
 	}
 	slices.Sort(others)
 	only := len(others) == 0
@@ -153,4 +153,20 @@ func (r *pagesReaders) refresh(ctx context.Context) {
 	}
 	r.known, r.others = true, others
 	r.only.Store(only)
+}
+
+// read lists the pages stream's consumers other than the parsers'.
+func (r *pagesReaders) read(ctx context.Context) ([]string, error) {
+	st, err := r.js.Stream(ctx, r.stream)
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	names := st.ConsumerNames(ctx)
+	for name := range names.Name() {
+		if name != r.parser {
+			others = append(others, name)
+		}
+	}
+	return others, names.Err()
 }
