@@ -178,7 +178,7 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 	if err != nil {
 		return measured{}, err
 	}
-	if err := status.wait(h.timeout); err != nil {
+	if err := status.waitBeside(procs, h.timeout); err != nil {
 		return measured{}, err
 	}
 	if archive {

@@ -52,6 +52,60 @@ func (p *proc) wait(timeout time.Duration) error {
 	}
 }
 
+// waitBeside waits like wait, and fails at once when one of the services
+// beside it exits first: a crawl whose dedup or frontier died would
+// otherwise only time out, with nothing said of why. Either failure names
+// every service that is gone and the last lines of its log.
+func (p *proc) waitBeside(services []*proc, timeout time.Duration) error {
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				return fmt.Errorf("%s: %w (see %s)%s", p.name, err, p.out.Name(), gone(services))
+			}
+			return nil
+		case <-deadline:
+			p.stop()
+			return fmt.Errorf("%s: still running after %s (see %s)%s", p.name, timeout, p.out.Name(), gone(services))
+		case <-ticker.C:
+			if g := gone(services); g != "" {
+				p.stop()
+				return fmt.Errorf("%s: a service exited during the crawl%s", p.name, g)
+			}
+		}
+	}
+}
+
+// gone describes the services that have exited, each with the end of its
+// log; empty when all still run.
+func gone(services []*proc) string {
+	var b strings.Builder
+	for _, s := range services {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			fmt.Fprintf(&b, "; %s exited (%v), its log ends:\n%s", s.name, err, logTail(s.out.Name(), 5))
+		default:
+		}
+	}
+	return b.String()
+}
+
+// logTail is the last n lines of a file, indented.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "\t(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	return "\t" + strings.Join(lines, "\n\t")
+}
+
 // waitOrStop waits for the process to exit by itself, stopping it after
 // limit; it returns the process's own error, if any.
 func (p *proc) waitOrStop(limit time.Duration) error {

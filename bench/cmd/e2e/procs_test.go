@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,38 @@ func TestRSSAtProgress(t *testing.T) {
 	// 25 %: the 2nd request (250 ms), 50 %: the 4th (750 ms), 100 %: the 8th (1750 ms).
 	if got != [3]float64{10, 20, 40} {
 		t.Fatalf("rssAtProgress = %v", got)
+	}
+}
+
+// A service that dies during a crawl fails the wait at once, with its exit
+// and the end of its log, instead of a timeout that says nothing of why.
+func TestWaitBesideNamesAServiceThatExited(t *testing.T) {
+	dir := t.TempDir()
+	status, err := start(dir, "status", "sleep", "30")
+	if err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	defer status.stop()
+	alive, err := start(dir, "frontier", "sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alive.stop()
+	dead, err := start(dir, "dedup", "sh", "-c", "echo first; echo 'cannot reach Redis at 127.0.0.1:6379'; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	err = status.waitBeside([]*proc{alive, dead}, 20*time.Second)
+	if err == nil || time.Since(t0) > 10*time.Second {
+		t.Fatalf("waitBeside = %v after %s, want an error at once", err, time.Since(t0))
+	}
+	for _, want := range []string{"dedup exited (exit status 3)", "cannot reach Redis at 127.0.0.1:6379"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "frontier") {
+		t.Errorf("error %q names a service that still runs", err)
 	}
 }
