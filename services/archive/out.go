@@ -63,6 +63,7 @@ type OutOptions struct {
 // size, dropping a batch a crash cut short (written but not checkpointed, so
 // not acknowledged either: JetStream delivers it again), and it skips the
 // messages the checkpoint holds (checkpointed, but their acks were lost).
+// A file without a checkpoint gets one, of its size, before the first line.
 //
 // The checkpoint names the sequences, not a high-water mark: a batch lost in
 // a crash comes back only after its ack wait, when the next run has written
@@ -219,7 +220,15 @@ func (w *Out) recover() error {
 	data, err := os.ReadFile(w.ckpt)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		w.pos = outCheckpoint{Size: fi.Size()} // a file of the user's: append to it
+		// A new file, or one of the user's: append to it. Its size is
+		// checkpointed before any line is written, or a crash within the
+		// first batch would leave lines that the next start takes for the
+		// user's and keeps, and the batch would be written twice.
+		w.pos = outCheckpoint{Size: fi.Size()}
+		data, _ := json.Marshal(w.pos)
+		if err := replaceFile(w.ckpt, data); err != nil {
+			return fmt.Errorf("--out checkpoint: %w", err)
+		}
 	case err != nil:
 		return fmt.Errorf("--out checkpoint: %w", err)
 	default:

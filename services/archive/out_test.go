@@ -139,6 +139,48 @@ func TestOutRedoneBatchWritesNoDuplicate(t *testing.T) {
 	wantEachOnce(t, path, 40)
 }
 
+// The same crash in the file's very first batch: with no checkpoint yet, the
+// next writer took the file for one of the user's and appended to it, so the
+// batch was in it twice (TestResumeAfterKill9 saw it, once in ~15 runs: the
+// kill fell between the first batch's lines and its checkpoint). A writer
+// checkpoints the file's size before it writes any line.
+func TestOutFirstBatchRedoneWritesNoDuplicate(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	// A file of the user's, before the crawl: kept as it is.
+	mine := "{\"url\":\"http://a.test/mine\"}\n"
+	if err := os.WriteFile(path, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errCrash := errors.New("crash")
+	w, finish := startOut(t, outOptions(js, names, path), func(w *Out) {
+		w.crash = func() error { return errCrash }
+	})
+	publishParsed(t, js, names, 0, 10)
+	<-w.stopped
+	if err := finish(false); !errors.Is(err, errCrash) {
+		t.Fatalf("Run: %v, want the crash", err)
+	}
+	if got := outURLs(t, path); len(got) <= 1 {
+		t.Fatalf("the crashed batch left %d URLs in the file; the test wants it written and not checkpointed", len(got))
+	}
+	w2, finish2 := startOut(t, outOptions(js, names, path), nil)
+	waitFor(t, "the redelivered batch", func() bool { return w2.Lines.Load() == 10 })
+	if err := finish2(true); err != nil {
+		t.Fatal(err)
+	}
+	got := outURLs(t, path)
+	if got["http://a.test/mine"] != 1 {
+		t.Errorf("the user's line: %d times, want 1", got["http://a.test/mine"])
+	}
+	delete(got, "http://a.test/mine")
+	for i := range 10 {
+		if u := fmt.Sprintf("http://a.test/%d", i); got[u] != 1 {
+			t.Errorf("%s: %d lines, want 1", u, got[u])
+		}
+	}
+}
+
 // A crash after the checkpoint but before the acks reached JetStream: the
 // batch comes again and is skipped. Deleting the consumer replays the whole
 // stream, which is the same case for every message.
