@@ -86,6 +86,10 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			pt.park(ctx, m, err.Error())
 			continue
 		}
+		if len(done) > nd && pt.holdAhead(m, done[nd]) {
+			done = done[:nd]
+			continue
+		}
 		if len(done) > nd {
 			doneAt = append(doneAt, pt.arrived[all[i]])
 		}
@@ -171,6 +175,30 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 		p.ev <- stepEvent{res: res, err: err}
 	}()
 	return p, nil
+}
+
+// holdAhead holds the done report of a task a crash left published ahead of
+// the step that records it (partition.ahead), until a step has recorded it:
+// applied before, in the step that records it or an earlier one, it would
+// find nothing in flight (the store applies dones before pops), and the
+// task, recorded then, would stand in flight until its lease ran out, its
+// host with it. stepped carries it to the next step, which applies it once
+// the task is in flight or holds it again.
+func (pt *partition) holdAhead(m jetstream.Msg, fd messages.FetchDone) bool {
+	until, ok := pt.ahead[fd.TaskID]
+	if !ok {
+		return false
+	}
+	if time.Now().After(until) {
+		delete(pt.ahead, fd.TaskID)
+		return false
+	}
+	if h := pt.hosts[fd.Host]; h != nil && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+		return false
+	}
+	_ = m.InProgress() // it waits for a step: keep its ack wait from running out
+	pt.held = append(pt.held, heldDone{msg: m, host: fd.Host, taskID: fd.TaskID})
+	return true
 }
 
 // stepped completes a step once it is durable (or found the store ahead):

@@ -222,6 +222,7 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 	fresh := pt.unseen(tasks)
 	for _, t := range tasks {
 		delete(pt.published, t.Task.ID)
+		delete(pt.ahead, t.Task.ID)
 	}
 	if sent || len(fresh) == 0 {
 		return nil

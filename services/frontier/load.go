@@ -6,6 +6,7 @@ package frontier
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,12 +54,27 @@ func (pt *partition) load(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	pt.ahead = nil
+	for id := range pt.published {
+		if !slices.ContainsFunc(inFlight, func(t store.InFlight) bool { return t.Task.ID == id }) {
+			if pt.ahead == nil {
+				pt.ahead = map[string]time.Time{}
+			}
+			pt.ahead[id] = now.Add(aheadHold)
+		}
+	}
 	if len(lost) > 0 {
 		pt.log.Info("publishing tasks recorded but not published before the last stop", "tasks", len(lost))
 		return pt.publish(ctx, lost)
 	}
 	return nil
 }
+
+// aheadHold bounds how long a done report of a task published ahead of its
+// record waits for the replayed step that records it. That step comes with
+// the lost step's intake, which a restarted server delivers at once and a
+// surviving consumer after its ack wait (15 s).
+const aheadHold = time.Minute
 
 // unpublished returns the tasks that are neither waiting in the fetch stream
 // nor reported in a done message. A fetcher publishes a task's done message

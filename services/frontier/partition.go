@@ -63,6 +63,12 @@ type partition struct {
 	// reports when the partition loaded (early stores only): a replayed
 	// step that pops one of them again is not published again.
 	published map[string]bool
+	// ahead are those of published that no task in flight in the store
+	// matched when the partition loaded: tasks a crash left published (and
+	// perhaps fetched) ahead of the step that records them. A done report
+	// of one waits (held) until a step has recorded it again, up to the
+	// time given; see holdAhead.
+	ahead map[string]time.Time
 
 	gaugedAt time.Time
 	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
