@@ -163,6 +163,9 @@ func TestResumeAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.jsonl")
+	// Each child's stderr is kept, and shown when the test fails.
+	logDir := t.TempDir()
+	var logs []string
 	child := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(),
@@ -177,9 +180,23 @@ func TestResumeAfterKill9(t *testing.T) {
 			"TRAWLER_PROGRESS=false",
 			"TRAWLER_OUT="+out,
 		)
-		cmd.Stderr = os.Stderr
+		f, err := os.Create(filepath.Join(logDir, fmt.Sprintf("child-%d.log", len(logs))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		logs = append(logs, f.Name())
+		cmd.Stderr = f
 		return cmd
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
 	first := child()
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -195,8 +212,22 @@ func TestResumeAfterKill9(t *testing.T) {
 	t.Logf("killed after %d of %d URLs", len(pages(t, s)), len(want))
 
 	second := child()
-	if err := second.Run(); err != nil {
-		t.Fatalf("resumed run: %v", err)
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The resumed crawl takes seconds; one that has not ended in a minute
+	// is stuck: SIGQUIT makes it print its goroutines into its log.
+	done := make(chan error, 1)
+	go func() { done <- second.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("resumed run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		_ = second.Process.Signal(syscall.SIGQUIT)
+		<-done
+		t.Fatal("resumed run: still running after a minute (its goroutines are in its log)")
 	}
 	assertResumed(t, s, want, 4, out)
 	// One line per fetch: a URL refetched in the in-flight window may have

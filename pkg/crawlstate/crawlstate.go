@@ -14,6 +14,7 @@ package crawlstate
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -119,6 +120,30 @@ func (s Snapshot) Idle() bool {
 	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Fetch.Msgs == 0 &&
 		s.ParserBacklog == 0 && s.Store.InFlight == 0 &&
 		((s.Store.Queued == 0 && (s.Store.Scheduled == 0 || s.IgnoreSchedule)) || s.BudgetSpent())
+}
+
+// Waiting says what keeps the crawl from being idle, for a user watching a
+// crawl that has stopped moving: each place that still holds work, with its
+// count ("" when the crawl is idle).
+func (s Snapshot) Waiting() string {
+	var parts []string
+	add := func(n int64, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(int64(s.Store.InFlight), "tasks in flight (a task lost in a crash comes back when its lease ends)")
+	add(int64(s.Fetch.Msgs), "tasks in the fetch stream")
+	add(int64(s.Discovered.Msgs), "links in the discovered stream")
+	add(int64(s.Frontier.Msgs), "messages in the frontier stream")
+	add(int64(s.ParserBacklog), "pages for the parser")
+	if !s.BudgetSpent() {
+		add(s.Store.Queued, "URLs queued at their hosts")
+		if !s.IgnoreSchedule {
+			add(s.Store.Scheduled, "revisits scheduled")
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Still reports whether no work moved between s and later.
