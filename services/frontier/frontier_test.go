@@ -862,3 +862,65 @@ func TestReplayedIntakeIsRecognizedAndNewIntakeIsNotLookedUp(t *testing.T) {
 		t.Errorf("asked the intake log about %v, want only [1]", ask.asked)
 	}
 }
+
+// commitGate is a bbolt store whose steps, once their early hand-over has
+// run, wait for a gate before they return: a step whose tasks went out
+// and whose commit is still pending, for as long as the test likes.
+type commitGate struct {
+	*store.Bolt
+	gate chan struct{}
+	once sync.Once
+}
+
+func (s *commitGate) open() { s.once.Do(func() { close(s.gate) }) }
+
+func (s *commitGate) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	res, err := s.Bolt.StepEarly(ctx, p, r, early)
+	<-s.gate
+	return res, err
+}
+
+// A done report of a task whose step has handed it over but not committed
+// publishes the host's reserved next task at once: the task and its
+// reservation are learned from the step's early result, and the report goes
+// to the next step, after this one has recorded the task. It used to wait
+// for the commit, then for the next step's pop inside its write.
+func TestDoneOfATaskWhoseStepIsPendingPublishesTheReservation(t *testing.T) {
+	var st *commitGate
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		st = &commitGate{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	defer st.open() // a stop finishes the pending step: the gate must open first
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	next := func(want string) messages.FetchTask {
+		t.Helper()
+		task, _, ok := h.task(3 * time.Second)
+		if !ok || task.URL != want {
+			t.Fatalf("task %+v (%v), want %s", task, ok, want)
+		}
+		return task
+	}
+	a1 := next("http://a.example/1") // handed over early; its step waits at the gate
+	h.done(a1, false)
+	a2 := next("http://a.example/2") // from the reservation, the gate still closed
+	if n := h.svc.Stats.Reserved.Load(); n != 1 {
+		t.Errorf("reserved tasks = %d, want 1", n)
+	}
+	st.open()
+	h.done(a2, false)
+	h.done(next("http://a.example/3"), false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a further task: %s", task.URL)
+	}
+	testutil.CheckFor(t, 3*time.Second, 10*time.Millisecond, func() error {
+		s, err := st.Bolt.Stats(context.Background(), []int{0})
+		if err != nil {
+			return err
+		}
+		if s.InFlight != 0 || s.Queued != 0 {
+			return fmt.Errorf("store not empty: %+v", s)
+		}
+		return nil
+	})
+}
