@@ -227,7 +227,7 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 	for _, seq := range p.req.Applied {
 		pt.lastApplied = max(pt.lastApplied, seq)
 	}
-	if err := pt.issued(ctx, p.due, p.req.Issue, res.Tasks, p.now, p.sent, p.learned); err != nil {
+	if err := pt.issued(ctx, p.due, p.req.Issue, res.Tasks, p.now, p.sent); err != nil {
 		return err
 	}
 	for _, fd := range p.again {
@@ -254,10 +254,9 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 
 // take handles intake that comes while a step is pending (early stores).
 // A done report that frees a host due at once with a reservation, of a task
-// recorded by a committed step or by the pending one (learnEarly), publishes
-// the reserved task now; the next step applies the done and records the
-// task. A done report of a task that no step has recorded yet (published
-// from a reservation while this step was pending) waits until one has (held): a task's
+// recorded by a committed step, publishes the reserved task now; the next
+// step applies the done and records the task. A done report of a task that
+// no committed step has recorded yet waits until one has (held): a task's
 // done and the write that records it never share a step (the store applies
 // dones before pops: the done would find nothing in flight). New URLs drop
 // the reservations they outrank. Everything else waits for the next step.

@@ -89,7 +89,7 @@ func (pt *partition) issueDue(ctx context.Context, now time.Time) error {
 	}); err != nil {
 		return err
 	}
-	return pt.issued(ctx, due, reqs, tasks, now, sent, nil)
+	return pt.issued(ctx, due, reqs, tasks, now, sent)
 }
 
 // due takes the hosts whose politeness gap has passed (or ends within
@@ -184,52 +184,19 @@ func (pt *partition) publishReserved(ctx context.Context, reqs []store.Issue) {
 	pt.s.Stats.Reserved.Add(int64(len(tasks)))
 }
 
-// learnEarly puts the tasks a pending step popped (its early hand-over) in
-// memory, with their reservations, before the step commits: a done report of
-// one that comes meanwhile can then publish the host's reserved next task at
-// once (take), its step being the next one, after this one has recorded the
-// task. Without it such a report waited for this commit and then for the
-// next step's pop inside its write (docs/frontier.md, "Learning a step's
-// tasks before its commit"). A task published from a reservation while this
-// step was pending (unrecorded, recorded by this step) is recorded now too.
-// issued, once the step is durable, leaves the learned tasks as they are:
-// their host may have moved on already.
-func (pt *partition) learnEarly(p *pending, tasks []store.InFlight) {
-	for i := range tasks {
-		t := tasks[i]
-		h := pt.hosts[t.Task.Host]
-		if h == nil || h.inFlight != nil && h.inFlight.Task.ID != t.Task.ID {
-			continue // issued sees to it, after the commit
-		}
-		h.queued--
-		pt.setTask(h, &t)
-		h.next, h.unrecorded = t.Next, false
-		pt.leases.push(t.LeaseUntil, h.name, t.Task.ID)
-		if p.learned == nil {
-			p.learned = map[string]string{}
-		}
-		p.learned[h.name] = t.Task.ID
-	}
-}
-
 // issued records the tasks popped for the due hosts (reqs) in memory, with
-// their hosts' reservations, and publishes them. learned are the tasks that
-// learnEarly put in memory already.
-func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issue, tasks []store.InFlight, now time.Time, sent bool, learned map[string]string) error {
+// their hosts' reservations, and publishes them.
+func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issue, tasks []store.InFlight, now time.Time, sent bool) error {
 	if len(due) == 0 {
 		return nil
 	}
 	issued := make(map[string]bool, len(tasks))
 	for i := range tasks {
-		name := tasks[i].Task.Host
-		issued[name] = true
-		if learned[name] == tasks[i].Task.ID {
-			continue
-		}
-		h := pt.host(name)
+		h := pt.host(tasks[i].Task.Host)
 		h.queued--
 		pt.setTask(h, &tasks[i])
 		h.next, h.unrecorded = tasks[i].Next, false
+		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
 	}
 	for _, r := range reqs {

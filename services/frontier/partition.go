@@ -119,9 +119,6 @@ type pending struct {
 	again       []messages.FetchDone
 	now         time.Time
 	sent        bool
-	// learned: the tasks of this step that its early hand-over put in
-	// memory (host -> task ID); issued leaves them be (see learnEarly).
-	learned map[string]string
 }
 
 type stepEvent struct {
@@ -262,7 +259,6 @@ func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) err
 		if pt.publishEarly(ctx, e.res.Tasks) {
 			p.sent = true
 		}
-		pt.learnEarly(p, e.res.Tasks)
 		return nil
 	}
 	*pend = nil
