@@ -70,7 +70,7 @@ func (p *proc) waitBeside(services []*proc, timeout time.Duration) error {
 			return nil
 		case <-deadline:
 			p.stop()
-			return fmt.Errorf("%s: still running after %s (see %s)%s", p.name, timeout, p.out.Name(), gone(services))
+			return fmt.Errorf("%s: still running after %s (see %s)%s%s", p.name, timeout, p.out.Name(), gone(services), alive(services))
 		case <-ticker.C:
 			if g := gone(services); g != "" {
 				p.stop()
@@ -90,6 +90,21 @@ func gone(services []*proc) string {
 			s.done <- err
 			fmt.Fprintf(&b, "; %s exited (%v), its log ends:\n%s", s.name, err, logTail(s.out.Name(), 5))
 		default:
+		}
+	}
+	return b.String()
+}
+
+// alive shows the end of each running service's log: what a crawl that
+// never ends was doing.
+func alive(services []*proc) string {
+	var b strings.Builder
+	for _, s := range services {
+		select {
+		case err := <-s.done:
+			s.done <- err
+		default:
+			fmt.Fprintf(&b, "; %s still runs, its log ends:\n%s", s.name, logTail(s.out.Name(), 3))
 		}
 	}
 	return b.String()
