@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -89,4 +90,35 @@ func TestDoneReportAheadOfItsRecordAfterACrash(t *testing.T) {
 			t.Fatal("after the restart, the host's third task never came")
 		}
 	}
+}
+
+// A done report the restart scan found that no task will ever match (its
+// host has nothing queued or in flight: a stale report) is applied at once,
+// not held for the minute an early report may wait: the crawl's end would
+// wait for it.
+func TestStaleDoneReportAtLoadIsNotHeld(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueue("http://a.example/1")
+	first, _, ok := h.task(5 * time.Second)
+	if !ok {
+		t.Fatal("no task")
+	}
+	h.done(first, false)
+	testutil.Eventually(t, 5*time.Second, "the host to be done", func() bool { return h.svc.Stats.Done.Load() == 1 })
+	h.stop()
+	stale := first
+	stale.ID = "p0-0123456789abcdef" // a task of the host that is not in flight
+	h.done(stale, false)
+	svc := New(h.svc.o)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	testutil.Eventually(t, 5*time.Second, "the frontier stream to be drained", func() bool {
+		st, err := h.js.Stream(context.Background(), h.names.StreamFrontier())
+		if err != nil {
+			return false
+		}
+		info, err := st.Info(context.Background())
+		return err == nil && info.State.Msgs == 0
+	})
 }

@@ -193,7 +193,11 @@ func (pt *partition) holdAhead(m jetstream.Msg, fd messages.FetchDone) bool {
 		delete(pt.ahead, fd.TaskID)
 		return false
 	}
-	if h := pt.hosts[fd.Host]; h != nil && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+	h := pt.hosts[fd.Host]
+	if h == nil || h.inFlight == nil && h.queued <= 0 || h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+		// Recorded, or a host with nothing left to pop: the report is
+		// applied now (a stale one does nothing), not held for a minute
+		// at the end of a crawl.
 		return false
 	}
 	_ = m.InProgress() // it waits for a step: keep its ack wait from running out
