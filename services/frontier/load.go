@@ -6,7 +6,6 @@ package frontier
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,14 +53,21 @@ func (pt *partition) load(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	recorded := make(map[string]bool, len(inFlight))
+	for _, t := range inFlight {
+		recorded[t.Task.ID] = true
+	}
 	pt.ahead = nil
 	for id := range pt.published {
-		if !slices.ContainsFunc(inFlight, func(t store.InFlight) bool { return t.Task.ID == id }) {
+		if !recorded[id] {
 			if pt.ahead == nil {
 				pt.ahead = map[string]time.Time{}
 			}
 			pt.ahead[id] = now.Add(aheadHold)
 		}
+	}
+	if len(pt.ahead) > 0 {
+		pt.log.Info("tasks published before the last stop but not recorded: their done reports wait until they are", "tasks", len(pt.ahead), "at_most", aheadHold)
 	}
 	if len(lost) > 0 {
 		pt.log.Info("publishing tasks recorded but not published before the last stop", "tasks", len(lost))
