@@ -193,6 +193,11 @@ func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
 	case res.Target != "":
 		rw.Header().Set("Location", res.Target)
 		rw.WriteHeader(res.Status)
+	case res.Status == 200 && len(s.web.cfg.Dirs) > 0:
+		body, ct := s.web.fileBody(h, path)
+		rw.Header().Set("Content-Type", ct)
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = rw.Write(body)
 	case res.Status == 200:
 		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 		body := s.web.Page(h, path)

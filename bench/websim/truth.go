@@ -128,6 +128,9 @@ type Audit struct {
 	Breaches int
 	// First and Last bound the crawl's requests in time.
 	First, Last time.Time
+	// MissingSample is up to ten of the missing URLs, sorted: where to
+	// look when a crawl is incomplete.
+	MissingSample []string
 }
 
 // Completeness is the share of the truth requested.
@@ -204,6 +207,15 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 		}
 	}
 	a.Missing = len(t.URLs) - a.Fetched
+	if a.Missing > 0 {
+		for u := range t.URLs {
+			if _, ok := seen[u]; !ok {
+				a.MissingSample = append(a.MissingSample, u)
+			}
+		}
+		sort.Strings(a.MissingSample)
+		a.MissingSample = a.MissingSample[:min(10, len(a.MissingSample))]
+	}
 	if n := len(gapList); n > 0 {
 		a.MeanGapPages = gapSum / time.Duration(n)
 		sort.Slice(gapList, func(i, j int) bool { return gapList[i] < gapList[j] })

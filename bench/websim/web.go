@@ -49,6 +49,11 @@ type Config struct {
 	// varied text in a realistic HTML shell. Off: the seeded web of the
 	// first benchmarks (IP hosts, every home page a seed, simple hrefs).
 	Discovery bool
+	// Dirs, when set, makes the files web (files.go): one host per
+	// directory, serving its real files, every home page a seed; Hosts is
+	// len(Dirs), Pages and Seed are not used, hosts are named as in the
+	// discovery mode.
+	Dirs []string
 	// Block is the second octet of the hosts' loopback addresses,
 	// 127.Block.x.y; default 1. Webs served at once need their own blocks
 	// when they share a port.
@@ -88,6 +93,9 @@ type Web struct {
 
 // New returns the web of cfg with defaults filled in.
 func New(cfg Config) (*Web, error) {
+	if len(cfg.Dirs) > 0 {
+		cfg.Hosts, cfg.SeedHosts, cfg.Discovery = len(cfg.Dirs), len(cfg.Dirs), true
+	}
 	if cfg.Hosts == 0 {
 		cfg.Hosts = 20
 	}
@@ -213,7 +221,12 @@ func (w *Web) Seeds() []string {
 func (w *Web) HostLatency(h int) time.Duration { return w.latencies[h] }
 
 // Robots is every host's robots.txt.
-func (w *Web) Robots() string { return robotsDisallow }
+func (w *Web) Robots() string {
+	if len(w.cfg.Dirs) > 0 {
+		return filesRobots
+	}
+	return robotsDisallow
+}
 
 // Disallowed reports whether robots.txt forbids path.
 func Disallowed(path string) bool { return strings.HasPrefix(path, privatePrefix) }
@@ -241,6 +254,9 @@ type Resource struct {
 // Resolve says what host h serves at path. An empty query serves what the
 // path without it serves.
 func (w *Web) Resolve(h int, path string) Resource {
+	if len(w.cfg.Dirs) > 0 {
+		return w.resolveFile(h, path)
+	}
 	path = strings.TrimSuffix(path, "?")
 	notFound := Resource{Kind: KindNotFound, Status: 404}
 	n, rest, ok := w.pathIndex(path)
@@ -304,6 +320,12 @@ type Link struct {
 // repeats included; nil when the path is not a page.
 func (w *Web) Links(h int, path string) []Link {
 	res := w.Resolve(h, path)
+	if len(w.cfg.Dirs) > 0 {
+		if res.Kind != KindPage {
+			return nil
+		}
+		return w.fileLinks(h, path)
+	}
 	switch {
 	case res.Kind == KindTrap && res.Status == 200:
 		return w.trapLinks(h, path)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/trawlerhq/trawler/bench/colly"
@@ -26,8 +27,13 @@ func main() {
 	flag.IntVar(&cfg.SeedHosts, "seed-hosts", 0, "hosts whose home page is a seed (0: all; one on a discovery web)")
 	flag.IntVar(&cfg.Block, "block", 1, "second octet of the hosts' addresses")
 	flag.BoolVar(&cfg.Discovery, "discovery", false, "the discovery web (named hosts, one seed)")
+	var dirs string
+	flag.StringVar(&dirs, "dirs", "", "the files web: its directories, comma-separated (the harness's -docs)")
 	flag.DurationVar(&delay, "delay", 100*time.Millisecond, "politeness delay after each response to a host")
 	flag.Parse()
+	if dirs != "" {
+		cfg.Dirs = strings.Split(dirs, ",")
+	}
 	w, err := websim.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,7 +51,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	st, err := colly.Crawl(ctx, colly.Options{Seeds: w.Seeds(), Hosts: hosts, Delay: delay, Timeout: 30 * time.Second, Resolve: resolve})
+	o := colly.Options{Seeds: w.Seeds(), Hosts: hosts, Delay: delay, Timeout: 30 * time.Second, Resolve: resolve}
+	if len(cfg.Dirs) > 0 {
+		// Real pages link to the whole web: follow only this one's hosts.
+		for h := range hosts {
+			o.AllowedDomains = append(o.AllowedDomains, w.Name(h))
+		}
+	}
+	st, err := colly.Crawl(ctx, o)
 	_ = json.NewEncoder(os.Stdout).Encode(st)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

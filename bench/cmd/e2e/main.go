@@ -122,7 +122,7 @@ func main() {
 	var web, modes, extraModes, polite, few, scale, md, doc, img, repo, trawlerBin, profBin string
 	var politeDelay time.Duration
 	var profile bool
-	var extra, profileAll string
+	var extra, profileAll, docs string
 	flag.StringVar(&web, "web", "discovery", "the web: discovery (one seed, named hosts, links in every form, text pages) or seeded (every home page a seed, IP hosts, simple hrefs: the first benchmarks' web)")
 	flag.Uint64Var(&cfg.Seed, "web-seed", 1, "seed of the synthetic web")
 	flag.IntVar(&cfg.Hosts, "hosts", 20, "hosts of the web")
@@ -138,6 +138,7 @@ func main() {
 	flag.DurationVar(&politeDelay, "polite-delay", 100*time.Millisecond, "delay of the politeness-bound case")
 	flag.StringVar(&few, "few", "1x600,6x300", "few-hosts cases without a delay: hosts x pages, comma-separated (empty: skip)")
 	flag.StringVar(&extraModes, "extra-modes", "run-out,cluster,colly,wget", "modes of the politeness-bound and few-hosts cases")
+	flag.StringVar(&docs, "docs", "", "real-pages case without a delay: directories of HTML documentation, comma-separated, each served as one host with its home page a seed (bench/scripts/doc-trees.sh fetches six; empty: skip)")
 	flag.IntVar(&extraRuns, "extra-runs", 1, "runs of each mode in the politeness-bound and few-hosts cases")
 	flag.DurationVar(&h.wgetFor, "wget-for", time.Minute, "stop the wget mode after this long (it fetches one URL at a time: a large web takes hours)")
 	flag.StringVar(&scale, "scale", "1,2,4", "fetcher and parser replicas for the scaling runs (empty: skip)")
@@ -159,6 +160,11 @@ func main() {
 	h.extra = strings.Fields(extra)
 	h.profileAll = profileAll
 	cases, err := buildCases(web, cfg, h.delay, runs, split(modes), polite, politeDelay, few, extraRuns, split(extraModes))
+	if err == nil && docs != "" {
+		var c benchCase
+		c, err = docsCase(split(docs), cases[0].cfg, extraRuns, split(extraModes))
+		cases = append(cases, c)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(2)
@@ -217,6 +223,26 @@ func buildCases(web string, cfg websim.Config, delay time.Duration, runs int, mo
 		}
 	}
 	return cases, nil
+}
+
+// docsCase is the real-pages case: each directory a host serving its files
+// (websim's files web), its home page a seed, no delay.
+func docsCase(dirs []string, main websim.Config, runs int, modes []string) (benchCase, error) {
+	cfg := websim.Config{Port: main.Port, Block: main.Block}
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return benchCase{}, fmt.Errorf("-docs: %w", err)
+		}
+		if fi, err := os.Stat(filepath.Join(abs, "index.html")); err != nil || fi.IsDir() {
+			return benchCase{}, fmt.Errorf("-docs: %s has no index.html: give the directories that hold each tree's home page", d)
+		}
+		cfg.Dirs = append(cfg.Dirs, abs)
+	}
+	return benchCase{name: "docs", cfg: cfg, modes: modes, runs: runs}, nil
 }
 
 var allModes = []string{"run", "run-out", "run-warc", "cluster", "cluster-warc", "cluster-fp", "colly", "wget"}
@@ -312,6 +338,9 @@ func (h *harness) scaling(ctx context.Context, scale []string, scaleRuns int) ([
 }
 
 func webKind(c websim.Config) string {
+	if len(c.Dirs) > 0 {
+		return "files"
+	}
 	if c.Discovery {
 		return "discovery"
 	}
@@ -439,6 +468,9 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), a.MedianGapPages.Round(100*time.Microsecond),
 		a.GapsBelow, a.Breaches, m.wall.Round(time.Millisecond), r.phases,
 		m.cpu.Seconds(), m.natsCPU.Seconds(), (m.serverCPU - m.natsCPU).Seconds(), m.webCPU.Seconds())
+	if len(a.MissingSample) > 0 {
+		fmt.Fprintf(h.log, "e2e: %-12s run %d: %d URLs of the truth not requested, e.g. %s\n", mode, run, a.Missing, strings.Join(a.MissingSample, " "))
+	}
 	return r, nil
 }
 

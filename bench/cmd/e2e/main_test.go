@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +119,20 @@ func natsUp() bool {
 		c.Close()
 	}
 	return err == nil
+}
+
+// TestDocsCaseWantsEachTreesHomePage: a directory without index.html is
+// refused with a line that says what to give.
+func TestDocsCaseWantsEachTreesHomePage(t *testing.T) {
+	good, bad := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(good, "index.html"), []byte("<p>home</p>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := docsCase([]string{good}, websim.Config{Port: 8080, Block: 3}, 2, []string{"run-out"})
+	if err != nil || c.name != "docs" || len(c.cfg.Dirs) != 1 || c.cfg.Port != 8080 || c.runs != 2 {
+		t.Fatalf("docsCase(good) = %+v, %v", c, err)
+	}
+	if _, err := docsCase([]string{good, bad}, websim.Config{}, 1, nil); err == nil || !strings.Contains(err.Error(), "has no index.html") {
+		t.Fatalf("docsCase(bad) error %v, want one naming the missing index.html", err)
+	}
 }

@@ -93,6 +93,10 @@ func (h *harness) crawlFlags() []string {
 	if dns := h.srv.DNSAddr(); dns != "" {
 		flags = append(flags, "--dns-servers", dns)
 	}
+	if len(h.web.Config().Dirs) > 0 {
+		// Real pages link to the whole web: follow only this one's hosts.
+		flags = append(flags, "--allow", `^https?://site[0-9]+\.test(:[0-9]+)?(/|$)`)
+	}
 	return append(flags, h.extra...)
 }
 
@@ -293,7 +297,8 @@ func (h *harness) runColly(ctx context.Context, dir string) (measured, error) {
 	t0 := time.Now()
 	p, err := start(dir, "colly", h.colly, "-web-seed", strconv.FormatUint(c.Seed, 10), "-hosts", strconv.Itoa(c.Hosts),
 		"-pages", strconv.Itoa(c.Pages), "-port", strconv.Itoa(c.Port), "-block", strconv.Itoa(c.Block),
-		"-seed-hosts", strconv.Itoa(c.SeedHosts), "-discovery="+strconv.FormatBool(c.Discovery), "-delay", h.delay.String())
+		"-seed-hosts", strconv.Itoa(c.SeedHosts), "-discovery="+strconv.FormatBool(c.Discovery), "-delay", h.delay.String(),
+		"-dirs", strings.Join(c.Dirs, ","))
 	if err != nil {
 		return measured{}, err
 	}
@@ -333,6 +338,14 @@ func (h *harness) runWget(ctx context.Context, dir string) (measured, error) {
 	// goes through the web's proxy, which hands each request to its host.
 	if proxy := h.srv.ProxyAddr(); proxy != "" {
 		args = append(args, "--execute=use_proxy=on", "--execute=http_proxy=http://"+proxy+"/", "--execute=no_proxy=127.0.0.1")
+	}
+	if c := h.web.Config(); len(c.Dirs) > 0 {
+		// Real pages link to the whole web: stay on this one's hosts.
+		names := make([]string, c.Hosts)
+		for i := range names {
+			names[i] = h.web.Name(i)
+		}
+		args = append(args, "--domains="+strings.Join(names, ","))
 	}
 	args = append(args, "--recursive", "--level=inf", "--span-hosts", "--execute=robots=on",
 		"--wait="+strconv.FormatFloat(h.delay.Seconds(), 'f', -1, 64),

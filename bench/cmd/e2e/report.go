@@ -26,6 +26,8 @@ func (h *harness) report(cases []caseResults, scaling []result, profiles, plots 
 			mainTables(&b, c, h.wgetFor)
 		case strings.HasPrefix(c.name, "polite"):
 			politeTable(&b, c)
+		case c.name == "docs":
+			docsTable(&b, c)
 		}
 	}
 	if few := fewCases(cases); len(few) > 0 {
@@ -161,6 +163,32 @@ func politeTable(b *strings.Builder, c caseResults) {
 			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(time.Millisecond),
 			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MedianGapPages) })).Round(time.Millisecond),
 			100*w.audit.Completeness(), w.audit.Duplicates, w.audit.Aliases, w.audit.MaxConcurrent, w.audit.Breaches)
+	}
+	b.WriteString("\n")
+}
+
+// docsTable: real documentation trees, a host each, no delay.
+func docsTable(b *strings.Builder, c caseResults) {
+	fmt.Fprintf(b, "**Real pages, no delay** (%d documentation trees served as %d hosts, each home page a seed: %s; ground truth %d URLs "+
+		"found by following the pages' own links: %d served, %d redirects, %d 404s; %d run(s), medians). One request at a time per host; "+
+		"the requests beyond the truth are what a crawler fetched that the pages' <a>, <area> and frames do not lead to (Wget: stylesheets, images).\n\n",
+		len(c.web.Dirs), c.web.Hosts, strings.Join(c.web.Dirs, ", "), len(c.truth.URLs), c.truth.Pages, c.truth.Redirects, c.truth.NotFound, c.runs)
+	colly := medianOf(byMode(c.results, "colly"), result.pagesPerSec)
+	b.WriteString("| crawler | pages/s | vs Colly | pages / CPU-s | peak RSS | per-host turnaround (median) | mean gap | completeness | requests beyond the truth | duplicates (aliases) | max in flight / host |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range order(c.results) {
+		ms := byMode(c.results, mode)
+		w := worst(ms)
+		rate := medianOf(ms, result.pagesPerSec)
+		ratio := "–"
+		if colly > 0 && mode != "colly" {
+			ratio = fmt.Sprintf("**%.2f ×**", rate/colly)
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %s | %.0f | %s | %s | %s | %.2f %% | %d | %d (%d) | %d |\n", label(mode), rate, ratio,
+			medianOf(ms, result.pagesPerCPUSec), mib(int64(medianOf(ms, func(r result) float64 { return float64(r.m.rss) }))),
+			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MedianGapPages) })).Round(10*time.Microsecond),
+			time.Duration(medianOf(ms, func(r result) float64 { return float64(r.audit.MeanGapPages) })).Round(10*time.Microsecond),
+			100*w.audit.Completeness(), w.audit.Unknown, w.audit.Duplicates, w.audit.Aliases, w.audit.MaxConcurrent)
 	}
 	b.WriteString("\n")
 }

@@ -28,6 +28,8 @@ func TestReportTables(t *testing.T) {
 			results: []result{run("colly", 1500, 10*time.Second, 110*time.Millisecond)}},
 		{benchCase: benchCase{name: "few-1", runs: 1}, web: websim.Config{Hosts: 1, Pages: 600},
 			results: []result{run("run-out", 600, 6*time.Second, 9*time.Millisecond)}},
+		{benchCase: benchCase{name: "docs", runs: 1}, web: websim.Config{Hosts: 2, Dirs: []string{"/a", "/b"}},
+			results: []result{run("run-out", 800, time.Second, 2*time.Millisecond), run("colly", 800, 2*time.Second, 3*time.Millisecond)}},
 	}
 	h := &harness{wgetFor: time.Minute}
 	md := h.report(cases, nil, nil, []string{"e2e-throughput.svg"}, 1)
@@ -37,6 +39,8 @@ func TestReportTables(t *testing.T) {
 		"the limit is hosts / delay = 200 pages/s", "| Colly v2 async | 150.0 | 75 % | 110ms |",
 		"| Trawler all-in-one, `--out` | 1 × 600 | 100.0 | 9ms | 9ms | 0s |",
 		"![e2e-throughput](img/e2e-throughput.svg)",
+		"2 documentation trees served as 2 hosts, each home page a seed: /a, /b",
+		"| Trawler all-in-one, `--out` | 800.0 | **2.00 ×** | 400 | 200 MiB | 2ms |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
