@@ -48,12 +48,12 @@ func (w *Web) resolveFile(h int, p string) Resource {
 		return Resource{Kind: KindRobots, Status: 200}
 	}
 	name, dir, ok := w.fileOf(h, p)
+	p, _, _ = strings.Cut(p, "?")
 	switch {
 	case !ok:
 		return notFound
-	case dir && !strings.HasSuffix(strings.SplitN(p, "?", 2)[0], "/"):
-		target, _, _ := strings.Cut(p, "?")
-		return Resource{Kind: KindRedirect, Status: 301, Target: w.Origin(h) + target + "/"}
+	case dir && !strings.HasSuffix(p, "/"):
+		return Resource{Kind: KindRedirect, Status: 301, Target: w.Origin(h) + p + "/"}
 	case dir:
 		if fi, err := os.Stat(filepath.Join(name, "index.html")); err != nil || fi.IsDir() {
 			return notFound
