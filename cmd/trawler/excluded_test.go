@@ -56,3 +56,31 @@ func TestSummaryCountsNearDuplicates(t *testing.T) {
 		t.Errorf("no near-duplicates, yet:\n%s", b.String())
 	}
 }
+
+// A page cut at --max-body loses the links past the cut: the run's summary
+// says how many pages were cut and what to do, instead of a crawl that is
+// quietly incomplete (the SQLite docs' 1.85 MB requirements.html).
+func TestRunSummarySaysPagesWereCut(t *testing.T) {
+	s := testsite.New()
+	a := s.AddHost(t, "a", "127.0.0.3")
+	a.Set("/", testsite.Page{Links: []string{a.URL("/big"), a.URL("/small")}})
+	a.Set("/big", testsite.Page{Size: 64 << 10})
+	a.Set("/small", testsite.Page{})
+	dir := t.TempDir()
+	code, stdout, stderr := trawler(t, "run", "--seed", a.URL("/"), "--allow-private", "--ignore-robots", "--data-dir", dir+"/data",
+		"--politeness-delay", "1ms", "--partition-count", "2", "--progress=false", "--max-body", "16384")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "  cut        1 pages cut at --max-body: their text and links past the cut are left out (raise --max-body to keep them)\n"; !strings.Contains(stdout, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stdout)
+	}
+	code, stdout, stderr = trawler(t, "run", "--seed", a.URL("/"), "--allow-private", "--ignore-robots", "--data-dir", dir+"/data2",
+		"--politeness-delay", "1ms", "--partition-count", "2", "--progress=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "  cut ") {
+		t.Errorf("nothing was cut at the default --max-body, yet:\n%s", stdout)
+	}
+}

@@ -271,6 +271,9 @@ func printSummary(w io.Writer, sum app.Summary, archiveDir string) {
 			}
 		}
 	}
+	if n := c["trawler_fetcher_truncated_total"]; n > 0 {
+		rows = append(rows, [2]string{"cut", fmt.Sprintf("%.0f pages cut at --max-body: their text and links past the cut are left out (raise --max-body to keep them)", n)})
+	}
 	if d := droppedLine(sum.DroppedBudget, sum.DroppedQueue); d != "" { // over the crawl's life, as the crawl row
 		rows = append(rows, [2]string{"dropped", d})
 	}

@@ -76,6 +76,9 @@ type Stats struct {
 	Fetched, Errors, Expired, Bytes           atomic.Int64
 	Disallowed, RobotsFetched, RobotsDeferred atomic.Int64
 	IPDeferred                                atomic.Int64
+	// Truncated counts responses whose body was cut at --max-body (or the
+	// compressed cap): their text and links past the cut are lost.
+	Truncated atomic.Int64
 	// Sitemaps counts the sitemap URLs robots.txt files named and this
 	// replica queued (--sitemaps).
 	Sitemaps atomic.Int64
@@ -143,6 +146,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "errors_total", Help: "Fetches that failed without a response.", Value: &s.Stats.Errors},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks dropped because their deadline passed before a worker got them.", Value: &s.Stats.Expired},
 			bus.Counter{Name: "body_bytes_total", Help: "Body bytes received.", Value: &s.Stats.Bytes},
+			bus.Counter{Name: "truncated_total", Help: "Responses whose body was cut at --max-body: their text and links past the cut are left out.", Value: &s.Stats.Truncated},
 			bus.Counter{Name: "robots_disallowed_total", Help: "URLs not fetched because robots.txt forbids them (or stayed unreachable).", Value: &s.Stats.Disallowed},
 			bus.Counter{Name: "robots_fetches_total", Help: "robots.txt fetches.", Value: &s.Stats.RobotsFetched},
 			bus.Counter{Name: "sitemaps_queued_total", Help: "Sitemap URLs named by robots.txt and queued (--sitemaps).", Value: &s.Stats.Sitemaps},

@@ -34,6 +34,9 @@ func (s *Service) page(task messages.FetchTask, r Response) messages.Page {
 		s.failed(task.Host, r.ErrKind, p.Error)
 	} else {
 		s.Stats.Fetched.Add(1)
+		if r.Truncated && r.Skipped == "" {
+			s.Stats.Truncated.Add(1)
+		}
 		if s.statuses != nil {
 			class := fmt.Sprintf("%dxx", r.Status/100)
 			s.statuses.WithLabelValues(class).Inc()
