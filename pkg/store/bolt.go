@@ -48,6 +48,10 @@ var (
 	bucketMeta     = []byte("meta")
 	bucketRest     = []byte("rest")
 	bucketIssued   = []byte("issued")
+	// bucketQueueLen counts each host's queued URLs, for the queue cap
+	// (queueCount): counting by a scan of the host's range made every
+	// enqueue cost the length of its queue, a site crawled alone quadratic.
+	bucketQueueLen = []byte("queuelen")
 )
 
 // Meta and global counter keys.
@@ -164,7 +168,7 @@ func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta, bucketRest, bucketIssued, bucketSched, bucketSchedURL} {
+	for _, name := range [][]byte{bucketSeen, bucketQueue, bucketInFlight, bucketMeta, bucketRest, bucketIssued, bucketSched, bucketSchedURL, bucketQueueLen} {
 		if _, err := part.CreateBucketIfNotExists(name); err != nil {
 			return nil, err
 		}

@@ -42,6 +42,9 @@ func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttemp
 				return err
 			}
 			head := getU64Or(meta, metaHead, orderStart) - 1
+			if _, err := addQueueCount(part, host, 1); err != nil {
+				return err
+			}
 			if err := part.Bucket(bucketQueue).Put(queueKey(host, rank(retry(in).Link), head), data); err != nil {
 				return err
 			}

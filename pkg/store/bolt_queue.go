@@ -66,12 +66,19 @@ func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, do
 			dropped++
 			continue
 		}
+		n, err := addQueueCount(part, it.host, 1)
+		if err != nil {
+			return false, err
+		}
 		if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
 			return false, err
 		}
 		tail++
 		added++
-		if b.limits.HostQueue > 0 && queueLen(queue, it.host) > b.limits.HostQueue {
+		if b.limits.HostQueue > 0 && n > uint64(b.limits.HostQueue) {
+			if _, err := addQueueCount(part, it.host, -1); err != nil {
+				return false, err
+			}
 			if err := queue.Delete(queueTail(queue, it.host)); err != nil {
 				return false, err
 			}
@@ -145,6 +152,9 @@ func promoteTx(tx *bolt.Tx, p int, promote []Scheduled) error {
 		if !ok {
 			continue // moved by an earlier try of this step
 		}
+		if _, err := addQueueCount(part, it.host, 1); err != nil {
+			return err
+		}
 		if err := queue.Put(queueKey(it.host, it.rank, tail), it.data); err != nil {
 			return err
 		}
@@ -179,6 +189,9 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 			if err != nil {
 				return nil, err
 			}
+			if _, err := addQueueCount(part, r.Host, -int64(d)); err != nil {
+				return nil, err
+			}
 			dropped += uint64(d)
 			continue
 		}
@@ -206,6 +219,9 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		in := newInFlight(p, q, r)
 		data, err := json.Marshal(in)
 		if err != nil {
+			return nil, err
+		}
+		if _, err := addQueueCount(part, r.Host, -1); err != nil {
 			return nil, err
 		}
 		if err := queue.Delete(slices.Clone(key)); err != nil {
@@ -287,8 +303,30 @@ func queueTail(queue *bolt.Bucket, host string) []byte {
 	return slices.Clone(k)
 }
 
-// queueLen counts host's queued URLs (a scan of its range: used only when a
-// queue cap is set).
+// addQueueCount adds delta to host's count of queued URLs and returns the
+// new count. Call it before the change to the queue itself: a host without a
+// count yet (a file written before counts were kept) is counted by a scan,
+// once, and that scan must not see the change. Empty hosts keep no entry.
+func addQueueCount(part *bolt.Bucket, host string, delta int64) (uint64, error) {
+	counts, err := part.CreateBucketIfNotExists(bucketQueueLen) // files written before it
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if v := counts.Get([]byte(host)); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	} else {
+		n = int64(queueLen(part.Bucket(bucketQueue), host))
+	}
+	n = max(n+delta, 0)
+	if n == 0 {
+		return 0, counts.Delete([]byte(host))
+	}
+	return uint64(n), counts.Put([]byte(host), be64(uint64(n)))
+}
+
+// queueLen counts host's queued URLs by a scan of its range: for a host
+// without a count yet (addQueueCount) and for tests.
 func queueLen(queue *bolt.Bucket, host string) int {
 	prefix := append([]byte(host), 0)
 	n := 0
