@@ -22,7 +22,7 @@ func (h *harness) report(cases []caseResults, scaling []result, profiles, plots 
 	for i, c := range cases {
 		all = append(all, c.results...)
 		switch {
-		case i == 0:
+		case i == 0 && len(c.results) > 0: // -modes "": the extra cases alone
 			mainTables(&b, c, h.wgetFor)
 		case strings.HasPrefix(c.name, "polite"):
 			politeTable(&b, c)

@@ -47,3 +47,19 @@ func TestReportTables(t *testing.T) {
 		}
 	}
 }
+
+// With -modes "" (the extra cases alone) the report has no empty main tables.
+func TestReportWithoutTheMainCase(t *testing.T) {
+	cases := []caseResults{
+		{benchCase: benchCase{name: "main", delay: 100 * time.Millisecond, runs: 1}, web: websim.Config{Hosts: 2, Pages: 2}},
+		{benchCase: benchCase{name: "few-1", runs: 1}, web: websim.Config{Hosts: 1, Pages: 600},
+			results: []result{{mode: "run-out", m: measured{wall: time.Second, cpu: time.Second}, audit: websim.Audit{Fetched: 600, MaxConcurrent: 1}}}},
+	}
+	md := (&harness{wgetFor: time.Minute}).report(cases, nil, nil, nil, 1)
+	if strings.Contains(md, "| crawler | pages/s | vs Colly |") || strings.Contains(md, "Per run (pages/s)") {
+		t.Errorf("empty main tables in:\n%s", md)
+	}
+	if !strings.Contains(md, "| Trawler all-in-one, `--out` | 1 × 600 | 600.0 |") {
+		t.Errorf("few-hosts table missing:\n%s", md)
+	}
+}
