@@ -49,7 +49,7 @@ var (
 	bucketRest     = []byte("rest")
 	bucketIssued   = []byte("issued")
 	// bucketQueueLen counts each host's queued URLs, for the queue cap
-	// (queueCount): counting by a scan of the host's range made every
+	// (addQueueCount): counting by a scan of the host's range made every
 	// enqueue cost the length of its queue, a site crawled alone quadratic.
 	bucketQueueLen = []byte("queuelen")
 )

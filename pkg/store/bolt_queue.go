@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -185,11 +186,8 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		}
 		n := getU64(issued, r.Host)
 		if b.limits.HostBudget > 0 && n >= uint64(b.limits.HostBudget) {
-			d, err := dropQueue(queue, r.Host)
+			d, err := dropQueue(part, r.Host)
 			if err != nil {
-				return nil, err
-			}
-			if _, err := addQueueCount(part, r.Host, -int64(d)); err != nil {
 				return nil, err
 			}
 			dropped += uint64(d)
@@ -312,10 +310,9 @@ func addQueueCount(part *bolt.Bucket, host string, delta int64) (uint64, error) 
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	if v := counts.Get([]byte(host)); len(v) == 8 {
-		n = int64(binary.BigEndian.Uint64(v))
-	} else {
+	const unknown = math.MaxUint64
+	n := int64(getU64Or(counts, host, unknown))
+	if uint64(n) == unknown {
 		n = int64(queueLen(part.Bucket(bucketQueue), host))
 	}
 	n = max(n+delta, 0)
@@ -339,8 +336,10 @@ func queueLen(queue *bolt.Bucket, host string) int {
 	return n
 }
 
-// dropQueue deletes all of host's queued URLs and returns how many.
-func dropQueue(queue *bolt.Bucket, host string) (int, error) {
+// dropQueue deletes all of host's queued URLs, and their count, and returns
+// how many.
+func dropQueue(part *bolt.Bucket, host string) (int, error) {
+	queue := part.Bucket(bucketQueue)
 	prefix := append([]byte(host), 0)
 	var keys [][]byte
 	c := queue.Cursor()
@@ -348,6 +347,9 @@ func dropQueue(queue *bolt.Bucket, host string) (int, error) {
 		if len(k) == len(prefix)+16 {
 			keys = append(keys, slices.Clone(k))
 		}
+	}
+	if _, err := addQueueCount(part, host, -int64(len(keys))); err != nil {
+		return 0, err
 	}
 	for _, k := range keys {
 		if err := queue.Delete(k); err != nil {
