@@ -158,5 +158,14 @@ func (r Rules) dropPathParams(u string) string {
 			kept = append(kept, p)
 		}
 	}
-	return u[:slash+1] + strings.Join(kept, ";")
+	if len(kept) == len(parts) {
+		return u
+	}
+	out := u[:slash+1] + strings.Join(kept, ";")
+	// What is left may be a dot segment ("/.;jsessionid=1" -> "/.", also
+	// spelled "%2e"), which a canonical URL has resolved: resolve it too.
+	if c, err := Canonicalize(out); err == nil {
+		return c
+	}
+	return out
 }

@@ -29,6 +29,10 @@ func TestRules(t *testing.T) {
 		{track, "http://a/p;jsessionid=8D2F1E3A9B7C?x=1", "http://a/p?x=1"},
 		{track, "http://a/p;JSESSIONID=8D2F1E3A9B7C.node1", "http://a/p"},
 		{track, "http://a/dir/;jsessionid=1", "http://a/dir/"},
+		// What is left a dot segment is resolved, as in a canonical URL.
+		{track, "http://a/.;jsessionid", "http://a/"},
+		{track, "http://a/b/c/..;jsessionid=1?x=1", "http://a/b/?x=1"},
+		{track, "http://a/b/%2e;jsessionid=1", "http://a/b/"},
 		{track, "http://a/p?ASPSESSIONIDQQGGGNCG=LBDGOPABCDEF&x=1", "http://a/p?x=1"}, // classic ASP: the suffix varies
 		{track, "http://a/p?aspsessionid=1", "http://a/p"},
 		{track, "http://a/p?ASP.NET_SessionId=abc&x=1", "http://a/p?x=1"},
