@@ -18,6 +18,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/config"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -137,7 +138,11 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	names := r.watcher.Names
 	rep.Unreachable = robotsUnreachable(ctx, r.js, names.RobotsBucket(), s.At)
 	for _, stream := range []string{names.StreamDiscovered(), names.StreamFrontier(), names.StreamFetch(), names.StreamPages(), names.StreamParsed(), names.StreamDLQ()} {
-		sr, cons, err := streamDetails(ctx, r.js, stream, s.At)
+		keeper := ""
+		if stream == names.StreamDiscovered() || stream == names.StreamFrontier() || stream == names.StreamFetch() {
+			keeper = names.Keeper(stream)
+		}
+		sr, cons, err := streamDetails(ctx, r.js, stream, keeper, s.At)
 		if err != nil {
 			return rep, err
 		}
@@ -219,17 +224,26 @@ func label(key, metric, name string) (string, bool) {
 	return "", false
 }
 
-func streamDetails(ctx context.Context, js jetstream.JetStream, name string, now time.Time) (streamReport, []consumerReport, error) {
+// streamDetails reports a stream and its consumers; keeper is a work
+// stream's block keeper subject (bus.KeepBlock), whose message is not
+// counted, "" for other streams.
+func streamDetails(ctx context.Context, js jetstream.JetStream, name, keeper string, now time.Time) (streamReport, []consumerReport, error) {
 	st, err := js.Stream(ctx, name)
 	if err != nil {
 		return streamReport{}, nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	info, err := st.Info(ctx)
+	var info *jetstream.StreamInfo
+	msgs := uint64(0)
+	if keeper != "" {
+		info, msgs, err = bus.WorkMsgs(ctx, st, keeper)
+	} else if info, err = st.Info(ctx); err == nil {
+		msgs = info.State.Msgs
+	}
 	if err != nil {
 		return streamReport{}, nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	sr := streamReport{Name: name, Msgs: info.State.Msgs, Bytes: info.State.Bytes, LastSeq: info.State.LastSeq}
-	if info.State.Msgs > 0 && !info.State.FirstTime.IsZero() {
+	sr := streamReport{Name: name, Msgs: msgs, Bytes: info.State.Bytes, LastSeq: info.State.LastSeq}
+	if keeper == "" && msgs > 0 && !info.State.FirstTime.IsZero() {
 		sr.OldestSec = now.Sub(info.State.FirstTime).Seconds()
 	}
 	var cons []consumerReport
@@ -238,13 +252,23 @@ func streamDetails(ctx context.Context, js jetstream.JetStream, name string, now
 		cr := consumerReport{Stream: name, Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered}
 		if ci.NumPending+uint64(ci.NumAckPending) > 0 {
 			// The oldest message not acknowledged is the first above the
-			// ack floor that the stream still holds.
+			// ack floor that the stream still holds on the consumer's
+			// subject (not another consumer's, nor a block keeper).
 			seq := max(ci.AckFloor.Stream+1, info.State.FirstSeq)
-			if m, err := st.GetMsg(ctx, seq); err == nil {
+			var opts []jetstream.GetMsgOpt
+			if f := ci.Config.FilterSubject; f != "" {
+				opts = append(opts, jetstream.WithGetMsgSubject(f))
+			}
+			if m, err := st.GetMsg(ctx, seq, opts...); err == nil {
 				cr.OldestSec = now.Sub(m.Time).Seconds()
 			}
 		}
 		cons = append(cons, cr)
+		if keeper != "" {
+			// A work stream's first message may be its keeper: its
+			// oldest work is its consumers' oldest.
+			sr.OldestSec = max(sr.OldestSec, cr.OldestSec)
+		}
 	}
 	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		return sr, cons, fmt.Errorf("consumers of %s: %w", name, err)

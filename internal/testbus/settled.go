@@ -2,6 +2,7 @@ package testbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -40,8 +41,22 @@ func Settled(t testing.TB, js jetstream.JetStream, names subjects.Names, stream,
 			return err
 		}
 		pending, ackPending, redelivered = info.NumPending, uint64(info.NumAckPending), uint64(info.NumRedelivered)
-		if info.Delivered.Stream < sinfo.State.LastSeq {
-			return fmt.Errorf("%s: delivered up to %d of %d", consumer, info.Delivered.Stream, sinfo.State.LastSeq)
+		last := sinfo.State.LastSeq
+		if f := info.Config.FilterSubject; f != "" {
+			// Not a work stream's block keeper (bus.KeepBlock), which no
+			// consumer is given: the last message the consumer is for.
+			m, err := st.GetLastMsgForSubject(ctx, f)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				last = 0 // none left: each was delivered and acked
+			case err != nil:
+				return err
+			default:
+				last = m.Sequence
+			}
+		}
+		if info.Delivered.Stream < last {
+			return fmt.Errorf("%s: delivered up to %d of %d", consumer, info.Delivered.Stream, last)
 		}
 		if pending != 0 || ackPending != 0 {
 			return fmt.Errorf("%s: %d pending, %d not acked", consumer, pending, ackPending)

@@ -53,7 +53,8 @@ func (t Topology) streams() []jetstream.StreamConfig {
 	}
 	work := func(name, subject, desc string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
-			Name: name, Subjects: []string{subject}, Description: desc,
+			// The keeper's subject (keeper.go) is the stream's own.
+			Name: name, Subjects: []string{subject, n.Keeper(name)}, Description: desc,
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 			Duplicates: t.DedupWindow,
 		}

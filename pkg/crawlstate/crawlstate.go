@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
@@ -63,18 +64,29 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 	for _, st := range []struct {
 		name string
 		into *StreamState
+		work bool // a work stream: its block keeper is not work
 	}{
-		{w.Names.StreamDiscovered(), &s.Discovered},
-		{w.Names.StreamFrontier(), &s.Frontier},
-		{w.Names.StreamFetch(), &s.Fetch},
-		{w.Names.StreamPages(), &s.Pages},
-		{w.Names.StreamParsed(), &s.Parsed},
+		{w.Names.StreamDiscovered(), &s.Discovered, true},
+		{w.Names.StreamFrontier(), &s.Frontier, true},
+		{w.Names.StreamFetch(), &s.Fetch, true},
+		{w.Names.StreamPages(), &s.Pages, false},
+		{w.Names.StreamParsed(), &s.Parsed, false},
 	} {
-		info, err := streamInfo(ctx, w.JS, st.name)
+		stream, err := w.JS.Stream(ctx, st.name)
 		if err != nil {
-			return s, err
+			return s, fmt.Errorf("stream %s: %w", st.name, err)
 		}
-		*st.into = StreamState{Msgs: info.State.Msgs, LastSeq: info.State.LastSeq}
+		var info *jetstream.StreamInfo
+		msgs := uint64(0)
+		if st.work {
+			info, msgs, err = bus.WorkMsgs(ctx, stream, w.Names.Keeper(st.name))
+		} else if info, err = stream.Info(ctx); err == nil {
+			msgs = info.State.Msgs
+		}
+		if err != nil {
+			return s, fmt.Errorf("stream %s: %w", st.name, err)
+		}
+		*st.into = StreamState{Msgs: msgs, LastSeq: info.State.LastSeq}
 	}
 	if info, err := streamInfo(ctx, w.JS, w.Names.StreamDLQ()); err == nil {
 		s.DeadLetters = info.State.Msgs

@@ -57,6 +57,10 @@ func (n Names) PagesFetched() string { return n.Prefix + ".pages.fetched" }
 // PagesParsed carries the parser's JSON document per page.
 func (n Names) PagesParsed() string { return n.Prefix + ".pages.parsed" }
 
+// Keeper is the subject of the block keeper of the work stream called
+// stream (bus.KeepBlocks): one message of that stream no consumer is given.
+func (n Names) Keeper(stream string) string { return n.Prefix + ".keep." + stream }
+
 // DeadLetter is where a service parks messages it cannot process.
 func (n Names) DeadLetter(service string) string { return n.Prefix + ".dlq." + service }
 

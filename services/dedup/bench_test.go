@@ -91,12 +91,12 @@ func BenchmarkDedupService(b *testing.B) {
 		published := time.Since(start)
 		stream, _ := js.Stream(ctx, names.StreamDiscovered())
 		testutil.CheckFor(b, 10*time.Minute, 2*time.Millisecond, func() error {
-			info, err := stream.Info(ctx)
+			_, msgs, err := bus.WorkMsgs(ctx, stream, names.Keeper(names.StreamDiscovered()))
 			if err != nil {
 				return err
 			}
-			if info.State.Msgs != 0 || svc.Stats.In.Load() != int64(len(urls)) {
-				return fmt.Errorf("%d messages left, %d of %d URLs in", info.State.Msgs, svc.Stats.In.Load(), len(urls))
+			if msgs != 0 || svc.Stats.In.Load() != int64(len(urls)) {
+				return fmt.Errorf("%d messages left, %d of %d URLs in", msgs, svc.Stats.In.Load(), len(urls))
 			}
 			return nil
 		})

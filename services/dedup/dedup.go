@@ -139,6 +139,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if _, err := cache.New(cmpOr(s.o.CachePolicy, "clock"), 16); err != nil && s.static == nil {
 		return err // an unknown policy fails at start, not per partition
 	}
+	defer bus.KeepBlock(ctx, s.o.JS, s.o.Names.StreamDiscovered(), s.o.Names.Keeper(s.o.Names.StreamDiscovered()), s.o.Log)()
 	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
 		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
 	})

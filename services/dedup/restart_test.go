@@ -19,6 +19,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/cache"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -86,12 +87,12 @@ func waitDrained(t *testing.T, js jetstream.JetStream, names subjects.Names) {
 	t.Helper()
 	st, _ := js.Stream(context.Background(), names.StreamDiscovered())
 	testutil.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
-		info, err := st.Info(context.Background())
+		_, msgs, err := bus.WorkMsgs(context.Background(), st, names.Keeper(names.StreamDiscovered()))
 		if err != nil {
 			return err
 		}
-		if info.State.Msgs != 0 {
-			return fmt.Errorf("discovered stream not drained: %d messages", info.State.Msgs)
+		if msgs != 0 {
+			return fmt.Errorf("discovered stream not drained: %d messages", msgs)
 		}
 		return nil
 	})

@@ -202,6 +202,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.life = ctx
+	defer bus.KeepBlock(ctx, s.o.JS, s.o.Names.StreamFetch(), s.o.Names.Keeper(s.o.Names.StreamFetch()), s.o.Log)()
 	// The ack wait is 2 x --fetch-timeout + 5 s: under 15 s for a fetch
 	// timeout under 5 s, when a fixed 15 s keep-alive would let the task
 	// be redelivered to another fetcher while this one still fetches.

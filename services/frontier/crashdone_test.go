@@ -12,6 +12,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -118,7 +119,7 @@ func TestStaleDoneReportAtLoadIsNotHeld(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		info, err := st.Info(context.Background())
-		return err == nil && info.State.Msgs == 0
+		_, msgs, err := bus.WorkMsgs(context.Background(), st, h.names.Keeper(h.names.StreamFrontier()))
+		return err == nil && msgs == 0
 	})
 }

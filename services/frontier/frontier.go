@@ -198,6 +198,7 @@ func New(o Options) *Service {
 // Run schedules every owned partition until ctx ends: the static
 // Partitions, or those the ownership table assigns when Join is set.
 func (s *Service) Run(ctx context.Context) error {
+	defer bus.KeepBlock(ctx, s.o.JS, s.o.Names.StreamFrontier(), s.o.Names.Keeper(s.o.Names.StreamFrontier()), s.o.Log)()
 	return ownership.Serve(ctx, s.o.Partitions, s.o.Join, s.runPartition, func(p int, err error, retryIn time.Duration) {
 		s.o.Log.Warn("partition failed; restarting it", "partition", p, "err", err, "retry_in", retryIn)
 	})

@@ -119,11 +119,11 @@ func waitTasks(b *testing.B, url, prefix string, n int, timeout time.Duration) u
 		if err != nil {
 			return err
 		}
-		info, err := s.Info(context.Background())
+		_, tasks, err := bus.WorkMsgs(context.Background(), s, prefix+".keep."+stream)
 		if err != nil {
 			return err
 		}
-		if msgs = info.State.Msgs; msgs < uint64(n) {
+		if msgs = tasks; msgs < uint64(n) {
 			return fmt.Errorf("%d tasks issued, want %d", msgs, n)
 		}
 		return nil
