@@ -610,8 +610,11 @@ func TestReservedNextTask(t *testing.T) {
 	if _, _, ok := h.task(200 * time.Millisecond); ok {
 		t.Error("a fifth task")
 	}
-	if n := h.svc.Stats.Reserved.Load(); n != 2 {
-		t.Errorf("reserved tasks = %d, want 2 (the shallow URL dropped one reservation)", n)
+	// Two at least: the shallow URL dropped the reservation it outranked
+	// (the order above); it may itself go out from the reservation of the
+	// step that queued it.
+	if n := h.svc.Stats.Reserved.Load(); n < 2 {
+		t.Errorf("reserved tasks = %d, want 2 or more", n)
 	}
 }
 
@@ -701,6 +704,79 @@ func TestDoneWhileAStepIsPending(t *testing.T) {
 	if n := svc.Stats.Reserved.Load(); n < 2 {
 		t.Errorf("reserved tasks = %d, want 2 or more", n)
 	}
+}
+
+// slowCommits is a bbolt store whose steps, once their function has run
+// (the early hand-over) and committed, wait for a gate before they return
+// while it is closed: a commit as slow as the test likes.
+type slowCommits struct {
+	*store.Bolt
+	closed atomic.Bool
+	gate   chan struct{}
+	once   sync.Once
+}
+
+func (s *slowCommits) open() { s.once.Do(func() { s.closed.Store(false); close(s.gate) }) }
+
+func (s *slowCommits) StepEarly(ctx context.Context, p int, r store.StepRequest, early func(store.StepResult)) (store.StepResult, error) {
+	res, err := s.Bolt.StepEarly(ctx, p, r, early)
+	if s.closed.Load() {
+		<-s.gate
+	}
+	return res, err
+}
+
+// A done report that comes while the step recording its task commits goes
+// on at once: the host's next task is published from the reservation that
+// step read, before its commit returns (one host without a delay no longer
+// waits for two fsyncs a page). A third task waits: at most two of a host
+// are ahead of their durable record. Nothing is issued twice, and the store
+// ends empty.
+func TestDoneBeforeItsTasksCommit(t *testing.T) {
+	var st *slowCommits
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		st = &slowCommits{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	defer st.open() // a stop finishes the pending step: the gate must open first
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4")
+	next := func(want string, within time.Duration) messages.FetchTask {
+		t.Helper()
+		task, _, ok := h.task(within)
+		if !ok {
+			t.Fatalf("no task within %v, want %s", within, want)
+		}
+		if task.URL != want {
+			t.Fatalf("task %s, want %s", task.URL, want)
+		}
+		return task
+	}
+	a1 := next("http://a.example/1", 3*time.Second)
+	testutil.Eventually(t, 3*time.Second, "the first step's outcome", func() bool { return h.svc.Stats.Issued.Load() == 1 })
+	st.closed.Store(true)
+	h.done(a1, false)
+	a2 := next("http://a.example/2", 3*time.Second) // its step now waits at the gate
+	h.done(a2, false)
+	a3 := next("http://a.example/3", time.Second) // before that step returns
+	h.done(a3, false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("%s issued with two tasks ahead of their record", task.URL)
+	}
+	st.open()
+	h.done(next("http://a.example/4", 3*time.Second), false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a further task: %s", task.URL)
+	}
+	testutil.CheckFor(t, 3*time.Second, 10*time.Millisecond, func() error {
+		s, err := st.Bolt.Stats(context.Background(), []int{0})
+		if err != nil {
+			return err
+		}
+		if s.InFlight != 0 || s.Queued != 0 {
+			return fmt.Errorf("store not empty: %+v", s)
+		}
+		return nil
+	})
 }
 
 // While a step is pending, a host that comes due on the timer publishes its

@@ -140,6 +140,16 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	}
 	issues := pt.issues(due, now)
 	pt.publishReserved(ctx, issues)
+	for _, r := range issues {
+		if r.Next != nil {
+			// In flight from now, as a reserved task published while a
+			// step is pending (take): its done report, should it come
+			// before this step's early hand-over, waits for that.
+			t := r.Next.Task(pt.p, r)
+			pt.setTask(pt.hosts[r.Host], &t)
+			pt.hosts[r.Host].unrecorded = true
+		}
+	}
 	// The done reports taken while the previous step was pending: applied
 	// in memory then, their reserved tasks published already.
 	// and the reserved tasks of hosts that came due meanwhile (takeDue).

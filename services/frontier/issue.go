@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
@@ -194,9 +195,15 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 	for i := range tasks {
 		h := pt.host(tasks[i].Task.Host)
 		h.queued--
+		issued[h.name] = true
+		if h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID != tasks[i].Task.ID {
+			// Done already: its report came after this step's early
+			// hand-over (recordedEarly) and published the host's
+			// reserved task, which the next step records.
+			continue
+		}
 		pt.setTask(h, &tasks[i])
 		h.next, h.unrecorded = tasks[i].Next, false
-		issued[h.name] = true
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
 	}
 	for _, r := range reqs {
@@ -228,6 +235,48 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 		return nil
 	}
 	return pt.publish(ctx, fresh)
+}
+
+// recordedEarly takes the tasks of the pending step as recorded as soon as
+// its function has run (its early hand-over): they are final then unless
+// its commit fails, and a failed commit is tried again with the same
+// request, which gives the same tasks. Their hosts get them in flight with
+// their reservations, and the done reports held for them go on now: a host
+// crawled without a delay publishes its next task while the step's commit
+// (two fsyncs) runs, instead of after it. At most two tasks of a host are
+// then published ahead of their durable record, which a restart's scan
+// finds as it finds one (docs/frontier.md, "Done before the commit").
+func (pt *partition) recordedEarly(ctx context.Context, tasks []store.InFlight) {
+	var released []jetstream.Msg
+	for i := range tasks {
+		t := &tasks[i]
+		h := pt.hosts[t.Task.Host]
+		switch {
+		case h == nil:
+			continue
+		case h.inFlight == nil:
+			// Popped by this step: in flight from now (issued counts
+			// it off the queue and starts its lease at the outcome).
+			pt.setTask(h, t)
+		case h.unrecorded && h.inFlight.Task.ID == t.Task.ID:
+			// Published from its reservation; this step records it.
+		default:
+			continue // moved on already (a retried step's second hand-over)
+		}
+		h.next, h.unrecorded = t.Next, false
+		held := pt.held[:0]
+		for _, d := range pt.held {
+			if d.host == h.name && d.taskID == t.Task.ID {
+				released = append(released, d.msg)
+				continue
+			}
+			held = append(held, d)
+		}
+		pt.held = held
+	}
+	if len(released) > 0 {
+		pt.take(ctx, released, time.Now())
+	}
 }
 
 // unseen are tasks less those already published before the partition

@@ -259,6 +259,7 @@ func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) err
 		if pt.publishEarly(ctx, e.res.Tasks) {
 			p.sent = true
 		}
+		pt.recordedEarly(ctx, e.res.Tasks)
 		return nil
 	}
 	*pend = nil
