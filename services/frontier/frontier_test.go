@@ -779,6 +779,54 @@ func TestDoneBeforeItsTasksCommit(t *testing.T) {
 	})
 }
 
+// A done report held for its task's record (the step recording it waits)
+// and released by that step's early hand-over rests its host from when it
+// came, not from its release: the host's next task goes out one delay after
+// the report, however long the step took to start.
+func TestHeldReportRestsFromItsArrival(t *testing.T) {
+	const delay, stall = 600 * time.Millisecond, 600 * time.Millisecond
+	var st *slowSteps
+	h := startOn(t, Options{Delay: delay}, func(b *store.Bolt) store.Store {
+		st = &slowSteps{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	defer st.open()
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	a1, _, ok := h.task(3 * time.Second)
+	if !ok {
+		t.Fatal("no first task")
+	}
+	h.done(a1, false)
+	testutil.Eventually(t, 5*time.Second, "the done report applied", func() bool { return h.svc.Stats.Done.Load() == 1 })
+	st.closed.Store(true)
+	h.enqueue("http://b.example/1")      // its step waits at the gate
+	a2, _, ok := h.task(3 * time.Second) // from its reservation, while that step waits
+	if !ok || a2.URL != "http://a.example/2" {
+		t.Fatalf("task %q (ok %v), want a.example/2", a2.URL, ok)
+	}
+	came := time.Now()
+	h.done(a2, false) // held: the step recording a2 has not run
+	time.Sleep(stall)
+	st.open()
+	for {
+		task, at, ok := h.task(3 * time.Second)
+		if !ok {
+			t.Fatal("no task for a.example/3")
+		}
+		if task.URL != "http://a.example/3" {
+			h.done(task, false)
+			continue
+		}
+		if task.NotBefore.After(at) {
+			at = task.NotBefore // issued ahead: the fetcher holds it until then
+		}
+		if after := at.Sub(came); after > delay+stall/2 {
+			t.Errorf("a.example/3 issued %v after the report before it came; the delay is %v (its release was %v after it came)", after, delay, stall)
+		}
+		break
+	}
+}
+
 // While a step is pending, a host that comes due on the timer publishes its
 // reserved task at once, without waiting for that step: the next step
 // records it.

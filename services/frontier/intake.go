@@ -328,8 +328,14 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		h := pt.hosts[c.fd.Host]
 		var nb time.Time
 		var capped bool
+		// A report held for its task's record rests its host from when
+		// it came, not from its release.
+		came, ok := pt.arrived[c.seq]
+		if !ok {
+			came = now
+		}
 		if h != nil {
-			nb, capped = pt.rest(c.fd, now)
+			nb, capped = pt.rest(c.fd, came)
 		}
 		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
 			h.next == nil || !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) {
@@ -339,7 +345,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		}
 		freed := []store.Done{{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}}
 		if !nothingSent(c.fd) {
-			h.rest = nb.Sub(now)
+			h.rest = nb.Sub(came)
 		}
 		pt.remember(nil, []messages.FetchDone{c.fd}, freed, now)
 		reqs := pt.issues([]string{h.name}, now)

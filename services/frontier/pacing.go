@@ -41,6 +41,9 @@ func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Ti
 	if pt.arrived == nil {
 		pt.arrived = map[uint64]time.Time{}
 	}
+	if came, ok := pt.arrived[seq]; ok {
+		now = came // held, then released (recordedEarly): it came then
+	}
 	pt.arrived[seq] = now
 	e, ok := pt.s.o.Store.(store.Early)
 	if !ok {
