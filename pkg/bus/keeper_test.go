@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testutil"
-	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
 // lastBlock is the index of the newest block file of a stream on file
@@ -41,18 +40,7 @@ func lastBlock(t *testing.T, storeDir, stream string) int {
 // stream's last sequence stays put, with one keeper or two.
 func TestKeeperKeepsTheWriteBlock(t *testing.T) {
 	dir := t.TempDir()
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := ConnectEmbedded(ns, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	names, _ := subjects.New("keep")
+	js, names := embeddedJSIn(t, dir)
 	ctx := context.Background()
 	if err := (Topology{Names: names, Partitions: 1, FetchAck: 30 * time.Second}).Ensure(ctx, js); err != nil {
 		t.Fatal(err)

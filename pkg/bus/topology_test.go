@@ -162,7 +162,13 @@ func TestParsedInterestRetention(t *testing.T) {
 // the names of a crawl with prefix "topo"; all is shut down with t.
 func embeddedJS(t *testing.T) (jetstream.JetStream, subjects.Names) {
 	t.Helper()
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir()})
+	return embeddedJSIn(t, t.TempDir())
+}
+
+// embeddedJSIn is embeddedJS with the server's store in dir.
+func embeddedJSIn(t *testing.T, dir string) (jetstream.JetStream, subjects.Names) {
+	t.Helper()
+	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
