@@ -32,8 +32,8 @@ const KeepEvery = 250 * time.Millisecond
 // keeper is left alone (its last message is a keeper, of this process or of
 // another replica): the keeper is in its last block still, and the stream's
 // last sequence stays put, which is how `run` sees that the crawl is over.
-// Failures cost speed only: they are logged at debug level, and the next
-// round tries again.
+// Failures cost speed only: the first is logged as a warning that says what
+// to allow, later ones at debug level, and the next round tries again.
 func KeepBlock(ctx context.Context, js jetstream.JetStream, stream, keeper string, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -42,9 +42,18 @@ func KeepBlock(ctx context.Context, js jetstream.JetStream, stream, keeper strin
 		k := blockKeeper{js: js, stream: stream, subject: keeper}
 		t := time.NewTicker(KeepEvery)
 		defer t.Stop()
+		warned := false
 		for {
 			if err := k.round(ctx); err != nil && ctx.Err() == nil && log != nil {
-				log.Debug("block keeper", "stream", stream, "err", err)
+				if !warned {
+					// Once: the crawl goes on without it, only slower
+					// at few hosts; NATS permissions are the likely cause.
+					log.Warn("block keeper failed; the crawl goes on, slower at few hosts: let this service publish to the subject and purge the stream",
+						"stream", stream, "subject", keeper, "err", err)
+					warned = true
+				} else {
+					log.Debug("block keeper", "stream", stream, "err", err)
+				}
 			}
 			select {
 			case <-ctx.Done():

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,5 +102,27 @@ func TestKeeperKeepsTheWriteBlock(t *testing.T) {
 	if before.State.LastSeq != after.State.LastSeq || after.State.Msgs != 1 {
 		t.Errorf("idle stream with two keepers: last sequence %d then %d, %d messages (want it still, 1 message)",
 			before.State.LastSeq, after.State.LastSeq, after.State.Msgs)
+	}
+}
+
+// A keeper that cannot publish (a stream of an older version, without the
+// keeper's subject, or a NATS user not allowed to) says so once, as a
+// warning with what to allow, and goes on trying.
+func TestKeeperThatFailsWarnsOnce(t *testing.T) {
+	js, _ := embeddedJS(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OLD", Subjects: []string{"old.work"}}); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	stop := KeepBlock(ctx, js, "OLD", "old.keep", log)
+	time.Sleep(4 * KeepEvery)
+	stop()
+	if n := strings.Count(logs.String(), "block keeper failed"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "subject=old.keep") {
+		t.Errorf("the warning does not name the subject:\n%s", logs.String())
 	}
 }
