@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	rep.Unreachable = robotsUnreachable(ctx, r.js, names.RobotsBucket(), s.At)
 	for _, stream := range []string{names.StreamDiscovered(), names.StreamFrontier(), names.StreamFetch(), names.StreamPages(), names.StreamParsed(), names.StreamDLQ()} {
 		keeper := ""
-		if stream == names.StreamDiscovered() || stream == names.StreamFrontier() || stream == names.StreamFetch() {
+		if slices.Contains(names.WorkStreams(), stream) {
 			keeper = names.Keeper(stream)
 		}
 		sr, cons, err := streamDetails(ctx, r.js, stream, keeper, s.At)

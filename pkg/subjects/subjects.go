@@ -57,6 +57,12 @@ func (n Names) PagesFetched() string { return n.Prefix + ".pages.fetched" }
 // PagesParsed carries the parser's JSON document per page.
 func (n Names) PagesParsed() string { return n.Prefix + ".pages.parsed" }
 
+// WorkStreams are the streams with work-queue retention, each with a block
+// keeper (Keeper).
+func (n Names) WorkStreams() []string {
+	return []string{n.StreamDiscovered(), n.StreamFrontier(), n.StreamFetch()}
+}
+
 // Keeper is the subject of the block keeper of the work stream called
 // stream (bus.KeepBlocks): one message of that stream no consumer is given.
 func (n Names) Keeper(stream string) string { return n.Prefix + ".keep." + stream }

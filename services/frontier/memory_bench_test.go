@@ -21,6 +21,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/store"
+	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
 // BenchmarkFrontierMemory measures the resident memory of a frontier
@@ -112,14 +113,18 @@ func waitTasks(b *testing.B, url, prefix string, n int, timeout time.Duration) u
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	stream := strings.ToUpper(prefix) + "_FETCH"
+	names, err := subjects.New(prefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := names.StreamFetch()
 	var msgs uint64
 	testutil.CheckFor(b, timeout, 200*time.Millisecond, func() error {
 		s, err := js.Stream(context.Background(), stream)
 		if err != nil {
 			return err
 		}
-		_, tasks, err := bus.WorkMsgs(context.Background(), s, prefix+".keep."+stream)
+		_, tasks, err := bus.WorkMsgs(context.Background(), s, names.Keeper(stream))
 		if err != nil {
 			return err
 		}
