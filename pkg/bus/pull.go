@@ -106,6 +106,40 @@ func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan 
 	return out, nil
 }
 
+// PullOwned is PullBatches for a loop that may end before ctx does (an
+// owned partition, run again after an error or handed to another replica
+// in the same process). stop ends the pull and waits until its channel is
+// closed: the subscription drained, its unsubscribe seen by the server, so
+// that a message published from then on goes to the next pull on the
+// consumer and not to this one's inbox, where it would sit out its ack
+// wait. It waits at most stopWait (a server gone away).
+func PullOwned(ctx context.Context, c jetstream.Consumer, buffer int) (msgs <-chan jetstream.Msg, stop func(), err error) {
+	pulling, cancel := context.WithCancel(ctx)
+	out, err := PullBatches(pulling, c, buffer)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return out, func() {
+		cancel()
+		timeout := time.NewTimer(stopWait)
+		defer timeout.Stop()
+		for {
+			select {
+			case _, ok := <-out: // dropped, as Pull drops it after ctx ends
+				if !ok {
+					return
+				}
+			case <-timeout.C:
+				return
+			}
+		}
+	}, nil
+}
+
+// stopWait bounds PullOwned's stop: a round trip to the server.
+const stopWait = 5 * time.Second
+
 // Batch waits for one message and then takes whatever else is ready, up to max.
 // It returns nil when ctx ends or the channel closes.
 func Batch(ctx context.Context, in <-chan jetstream.Msg, max int) []jetstream.Msg {

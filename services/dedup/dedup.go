@@ -189,10 +189,11 @@ func (s *Service) runPartition(ctx context.Context, p int) error {
 		}
 		return fmt.Errorf("dedup partition %d: %w", p, err)
 	}
-	msgs, err := bus.PullBatches(ctx, cons, 2*maxBatch)
+	msgs, stopPull, err := bus.PullOwned(ctx, cons, 2*maxBatch)
 	if err != nil {
 		return fmt.Errorf("dedup partition %d: %w", p, err)
 	}
+	defer stopPull()
 	for {
 		batch := bus.Batch(ctx, msgs, maxBatch)
 		if batch == nil {

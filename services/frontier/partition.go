@@ -139,10 +139,11 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := bus.PullBatches(ctx, cons, maxBatch)
+	msgs, stopPull, err := bus.PullOwned(ctx, cons, maxBatch)
 	if err != nil {
 		return err
 	}
+	defer stopPull()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var pend *pending // the step in progress, if any: one at a time
