@@ -8,11 +8,15 @@
 // streams one by one, and work could slip from an unread place into a read one.
 // Every move of work publishes a message (a stream's last sequence grows) or
 // queues a URL (the store's enqueued counter grows), so two idle snapshots
-// with the same counters mean nothing was in transit.
+// with the same counters mean nothing was in transit. (A work stream's block
+// keeper, published once after the stream goes quiet, is not work: a keeper
+// alone between the two does not count as a move.) The confirmation rests on
+// the counters, not on the time between the two snapshots.
 package crawlstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +32,16 @@ import (
 type StreamState struct {
 	Msgs    uint64 // messages not yet acked by their consumer
 	LastSeq uint64 // grows with every message ever published
+	// KeeperSeq is, in a work stream that holds no work but a block keeper
+	// (bus.KeepBlock), the sequence of its newest keeper; 0 otherwise.
+	KeeperSeq uint64
+}
+
+// still reports whether no work was published to the stream between a and
+// b: its last sequence is the same, or the one message published since is
+// a block keeper (published once after the stream went quiet; not work).
+func (a StreamState) still(b StreamState) bool {
+	return a.LastSeq == b.LastSeq || b.LastSeq == a.LastSeq+1 && b.KeeperSeq == b.LastSeq
 }
 
 // Snapshot is the crawl at one moment.
@@ -87,6 +101,16 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 			return s, fmt.Errorf("stream %s: %w", st.name, err)
 		}
 		*st.into = StreamState{Msgs: msgs, LastSeq: info.State.LastSeq}
+		if st.work && msgs == 0 && info.State.Msgs > 0 {
+			// Only keepers left: which one is newest tells whether the
+			// last message published was one (StreamState.still).
+			m, err := stream.GetLastMsgForSubject(ctx, w.Names.Keeper(st.name))
+			if err == nil {
+				st.into.KeeperSeq = m.Sequence
+			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return s, fmt.Errorf("stream %s: %w", st.name, err)
+			}
+		}
 	}
 	if info, err := streamInfo(ctx, w.JS, w.Names.StreamDLQ()); err == nil {
 		s.DeadLetters = info.State.Msgs
@@ -160,8 +184,8 @@ func (s Snapshot) Waiting() string {
 
 // Still reports whether no work moved between s and later.
 func (s Snapshot) Still(later Snapshot) bool {
-	return s.Discovered.LastSeq == later.Discovered.LastSeq && s.Frontier.LastSeq == later.Frontier.LastSeq &&
-		s.Fetch.LastSeq == later.Fetch.LastSeq && s.Pages.LastSeq == later.Pages.LastSeq &&
+	return s.Discovered.still(later.Discovered) && s.Frontier.still(later.Frontier) &&
+		s.Fetch.still(later.Fetch) && s.Pages.LastSeq == later.Pages.LastSeq &&
 		s.Parsed.LastSeq == later.Parsed.LastSeq &&
 		s.Store.Enqueued == later.Store.Enqueued && s.Store.Issued == later.Store.Issued
 }
@@ -176,10 +200,14 @@ func (s Snapshot) Queued() uint64 {
 }
 
 // Wait polls until the crawl is finished or ctx ends, calling each (if not
-// nil) with every snapshot.
+// nil) with every snapshot. It looks every `every`; more often near the end
+// (tailEvery, once nothing waits but the work in hand), and the snapshot
+// that confirms an idle one comes confirmAfter later: the confirmation
+// rests on the streams' sequences, not on time, so the crawl's end costs
+// little more than two snapshots.
 func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snapshot)) (Snapshot, error) {
 	var prev *Snapshot
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		// Each look has its own deadline: a request a NATS cluster never
@@ -187,6 +215,7 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 		sctx, cancel := context.WithTimeout(ctx, max(10*every, 10*time.Second))
 		s, err := w.Snapshot(sctx)
 		cancel()
+		next := every
 		if err == nil {
 			if each != nil {
 				each(s)
@@ -195,13 +224,33 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 				return s, nil
 			}
 			prev = &s
+			switch {
+			case s.Idle():
+				next = min(every, confirmAfter)
+			case s.Tail():
+				next = min(every, tailEvery)
+			}
 		} else if ctx.Err() != nil {
 			return s, ctx.Err()
 		}
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			return s, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// How soon Wait looks again after an idle snapshot, and near the end.
+const (
+	confirmAfter = 5 * time.Millisecond
+	tailEvery    = 20 * time.Millisecond
+)
+
+// Tail reports whether the only work left is in hand: nothing queued at a
+// host or waiting in the discovered and frontier streams, and little in
+// flight (a crawl's last pages, or one that trickles).
+func (s Snapshot) Tail() bool {
+	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Store.Queued == 0 && s.Store.InFlight <= 16
 }

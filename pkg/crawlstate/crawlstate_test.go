@@ -1,0 +1,72 @@
+package crawlstate_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/internal/testbus"
+	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/crawlstate"
+	"github.com/trawlerhq/trawler/pkg/store"
+)
+
+// The block keeper publishes once into a work stream after its work stops.
+// Two idle snapshots around that keeper still end the crawl; any other
+// message between them does not.
+func TestFinishedLooksPastTheBlockKeeper(t *testing.T) {
+	idle := func(fetch crawlstate.StreamState) crawlstate.Snapshot { return crawlstate.Snapshot{Fetch: fetch} }
+	prev := idle(crawlstate.StreamState{LastSeq: 10})
+	for _, c := range []struct {
+		name  string
+		later crawlstate.StreamState
+		want  bool
+	}{
+		{"nothing published", crawlstate.StreamState{LastSeq: 10}, true},
+		{"one keeper", crawlstate.StreamState{LastSeq: 11, KeeperSeq: 11}, true},
+		{"a task published and acked, the older keeper left", crawlstate.StreamState{LastSeq: 11, KeeperSeq: 9}, false},
+		{"a task and a keeper", crawlstate.StreamState{LastSeq: 12, KeeperSeq: 12}, false},
+		{"a task, no keeper", crawlstate.StreamState{LastSeq: 11}, false},
+	} {
+		if got := crawlstate.Finished(prev, idle(c.later)); got != c.want {
+			t.Errorf("%s: finished %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A snapshot reads the newest keeper of a work stream that holds no work,
+// and the crawl is seen finished across it.
+func TestSnapshotReadsTheKeeperOfAQuietStream(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	w := &crawlstate.Watcher{JS: js, Names: names, Store: st, Partitions: []int{0}}
+	testbus.Publish(t, js, names.Fetch(0), []byte("task"))
+	if testbus.Next(t, js, names.StreamFetch(), names.ConsumerFetcher(), 5*time.Second) == nil { // acks it
+		t.Fatal("no task")
+	}
+	var before crawlstate.Snapshot
+	testutil.Eventually(t, 5*time.Second, "the task acked", func() bool {
+		before, err = w.Snapshot(ctx)
+		return err == nil && before.Idle()
+	})
+	stop := bus.KeepBlock(ctx, js, names.StreamFetch(), names.Keeper(names.StreamFetch()), nil)
+	var after crawlstate.Snapshot
+	testutil.Eventually(t, 5*time.Second, "the keeper in the fetch stream", func() bool {
+		after, err = w.Snapshot(ctx)
+		return err == nil && after.Fetch.LastSeq > before.Fetch.LastSeq
+	})
+	stop()
+	if after.Fetch.Msgs != 0 || after.Fetch.KeeperSeq != after.Fetch.LastSeq {
+		t.Fatalf("fetch stream after its keeper: %+v, want no work and the keeper last", after.Fetch)
+	}
+	if !crawlstate.Finished(before, after) {
+		t.Fatalf("the crawl is not seen finished across the keeper: before %+v, after %+v", before, after)
+	}
+}
