@@ -125,7 +125,7 @@ func (a *Archive) Drain(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 			return nil
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(drainPoll):
 		}
 	}
 }

@@ -205,7 +205,7 @@ func (w *Out) Drain(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 			return nil
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(drainPoll):
 		}
 	}
 }
@@ -390,3 +390,7 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// drainPoll is how often Drain looks at what its consumers still hold: a
+// run's exit waits for it (a consumer info request per look).
+const drainPoll = 5 * time.Millisecond
