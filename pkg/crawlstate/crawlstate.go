@@ -201,7 +201,7 @@ func (s Snapshot) Queued() uint64 {
 
 // Wait polls until the crawl is finished or ctx ends, calling each (if not
 // nil) with every snapshot. It looks every `every`; more often near the end
-// (tailEvery, once nothing waits but the work in hand), and the snapshot
+// (tailEvery, NearEnd), and the snapshot
 // that confirms an idle one comes confirmAfter later: the confirmation
 // rests on the streams' sequences, not on time, so the crawl's end costs
 // little more than two snapshots.
@@ -223,13 +223,13 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 			if prev != nil && Finished(*prev, s) {
 				return s, nil
 			}
-			prev = &s
 			switch {
 			case s.Idle():
 				next = min(every, confirmAfter)
-			case s.Tail():
+			case prev != nil && NearEnd(*prev, s):
 				next = min(every, tailEvery)
 			}
+			prev = &s
 		} else if ctx.Err() != nil {
 			return s, ctx.Err()
 		}
@@ -248,9 +248,14 @@ const (
 	tailEvery    = 20 * time.Millisecond
 )
 
-// Tail reports whether the only work left is in hand: nothing queued at a
-// host or waiting in the discovered and frontier streams, and little in
-// flight (a crawl's last pages, or one that trickles).
-func (s Snapshot) Tail() bool {
-	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Store.Queued == 0 && s.Store.InFlight <= 16
+// NearEnd reports whether the work left at s could be done before the
+// next look: no more than twice the pages fetched since prev, and little
+// in all. A crawl's end (or a trickle) is then looked for more often.
+func NearEnd(prev, s Snapshot) bool {
+	left := uint64(max(s.Store.Queued, 0)+max(s.Store.InFlight, 0)) + s.Discovered.Msgs + s.Frontier.Msgs + s.Fetch.Msgs + s.ParserBacklog
+	fetched := s.PagesTotal() - min(s.PagesTotal(), prev.PagesTotal())
+	return left <= nearEndMost && left <= 2*max(fetched, 1)
 }
+
+// nearEndMost bounds NearEnd: a large crawl looks often only at its end.
+const nearEndMost = 1000

@@ -70,3 +70,28 @@ func TestSnapshotReadsTheKeeperOfAQuietStream(t *testing.T) {
 		t.Fatalf("the crawl is not seen finished across the keeper: before %+v, after %+v", before, after)
 	}
 }
+
+// Near its end a crawl is looked at more often: when what is left could be
+// fetched before the next look at the pace of the last one.
+func TestNearEnd(t *testing.T) {
+	at := func(pages uint64, queued, inFlight int64) crawlstate.Snapshot {
+		s := crawlstate.Snapshot{Parsed: crawlstate.StreamState{LastSeq: pages}}
+		s.Store.Queued, s.Store.InFlight = queued, inFlight
+		return s
+	}
+	for _, c := range []struct {
+		name        string
+		prev, later crawlstate.Snapshot
+		want        bool
+	}{
+		{"130 fetched, 43 left", at(500, 170, 1), at(630, 42, 1), true},
+		{"130 fetched, 500 left", at(0, 630, 1), at(130, 499, 1), false},
+		{"nothing fetched, one in flight", at(10, 0, 1), at(10, 0, 1), true},
+		{"nothing fetched, ten queued", at(10, 10, 0), at(10, 10, 0), false},
+		{"a large crawl's fast pace, much left", at(0, 5000, 16), at(3000, 2000, 16), false},
+	} {
+		if got := crawlstate.NearEnd(c.prev, c.later); got != c.want {
+			t.Errorf("%s: near end %v, want %v", c.name, got, c.want)
+		}
+	}
+}
