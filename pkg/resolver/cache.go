@@ -33,7 +33,7 @@ type lru struct {
 }
 
 func newLRU(capacity int) *lru {
-	return &lru{capacity: capacity, items: make(map[string]*node, min(capacity, 1<<16))}
+	return &lru{capacity: capacity, items: make(map[string]*node)}
 }
 
 // get returns the node for key, moving it to the front (a hit or a stale hit:
