@@ -147,8 +147,13 @@ func (b *Bolt) Close() error {
 // wait for company. fn may run more than once (when another fn of its group
 // fails), so it must set its results afresh. update returns once fn's
 // group is committed (durable) or failed.
-func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.writes.update(fn)) }
-func (b *Bolt) view(fn func(*bolt.Tx) error) error   { return boltErr(b.db.View(fn)) }
+func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.writes.update(fn, false)) }
+
+// updateNow is update for a write its caller waits on with nothing else to
+// do (a partition's load, the page budget taken before an issue): it does
+// not wait for company.
+func (b *Bolt) updateNow(fn func(*bolt.Tx) error) error { return boltErr(b.writes.update(fn, true)) }
+func (b *Bolt) view(fn func(*bolt.Tx) error) error      { return boltErr(b.db.View(fn)) }
 
 func boltErr(err error) error {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {

@@ -67,7 +67,7 @@ func (b *Bolt) Load(ctx context.Context, p int) (PartitionState, error) {
 	}
 	var st PartitionState
 	now := time.Now()
-	err := b.update(func(tx *bolt.Tx) error {
+	err := b.updateNow(func(tx *bolt.Tx) error {
 		st = PartitionState{}
 		part := readPart(tx, p)
 		if part == nil {

@@ -20,7 +20,7 @@ func (b *Bolt) TakeBudget(ctx context.Context, n, max int) (int, error) {
 		return 0, nil
 	}
 	granted := 0
-	err := b.update(func(tx *bolt.Tx) error {
+	err := b.updateNow(func(tx *bolt.Tx) error {
 		g := tx.Bucket(bucketGlobal)
 		issued := getU64(g, globalIssued)
 		granted = grant(n, max, issued)

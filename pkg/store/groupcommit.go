@@ -106,9 +106,11 @@ const (
 	maxProbeEvery = 8 * time.Second
 )
 
-// update runs fn in a write transaction shared with whoever else is waiting.
-func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
-	c := &groupCall{fn: fn, done: make(chan error, 1)}
+// update runs fn in a write transaction shared with whoever else is waiting;
+// an urgent one ends a pacing wait (its caller has nothing else to do
+// meanwhile: a partition loading, an issue waiting for its page budget).
+func (g *groupCommit) update(fn func(*bolt.Tx) error, urgent bool) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1), urgent: urgent}
 	if g.enqueue(c) {
 		g.lead()
 	}

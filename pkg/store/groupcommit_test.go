@@ -364,7 +364,7 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 	first := make(chan error, 1)
 	entered := make(chan struct{})
 	go func() {
-		first <- g.update(func(*bolt.Tx) error { close(entered); <-release; return nil })
+		first <- g.update(func(*bolt.Tx) error { close(entered); <-release; return nil }, false)
 	}()
 	<-entered
 
@@ -397,7 +397,7 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 				return errors.New("the early write did not hear before its group's next write ended")
 			}
 			return boom // roll the group back: the early write runs again
-		})
+		}, false)
 	}()
 	waitPending(t, g, 2)
 	close(release)
@@ -549,7 +549,7 @@ func TestGroupCommitEarlyWriteWaitsUnlessHurried(t *testing.T) {
 	// pacing, which a lone write fails (it would pause the pacing).
 	early := func(hurry bool) time.Duration {
 		g = openGroupTest(t, interval).writes
-		err := g.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w")); return err })
+		err := g.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w")); return err }, false)
 		if err != nil { // a commit now: the next one is paced
 			t.Fatal(err)
 		}
@@ -582,5 +582,41 @@ func TestGroupCommitEarlyWriteWaitsUnlessHurried(t *testing.T) {
 	g.mu.Unlock()
 	if small != 0 {
 		t.Errorf("a wait cut short by hurry counted as %d small paced groups", small)
+	}
+}
+
+// A write its caller waits on with nothing else to do — a partition's
+// load, the page budget an issue takes first — does not wait for the
+// pacing: with --max-pages a one-host crawl paid it on every issue while a
+// trial of the pacing ran (1,318 pages/s without the budget, 870 with it).
+func TestGroupCommitCallersThatWaitAreNotPaced(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		write func(b *Bolt) error
+		paced bool
+	}{
+		{"a plain write", func(b *Bolt) error {
+			return b.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w2")); return err })
+		}, true},
+		{"TakeBudget", func(b *Bolt) error { _, err := b.TakeBudget(ctx, 1, 10); return err }, false},
+		{"Load", func(b *Bolt) error { _, err := b.Load(ctx, 0); return err }, false},
+	} {
+		b := openGroupTest(t, interval) // a new store: its first paced group is a trial
+		if err := b.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w")); return err }); err != nil {
+			t.Fatal(err) // a commit now: the next one is paced
+		}
+		start := time.Now()
+		if err := c.write(b); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		took := time.Since(start)
+		if c.paced && took < interval/2 {
+			t.Errorf("%s committed after %s; want it paced (interval %s)", c.name, took, interval)
+		}
+		if !c.paced && took > interval/2 {
+			t.Errorf("%s committed after %s; want it at once (interval %s)", c.name, took, interval)
+		}
 	}
 }
