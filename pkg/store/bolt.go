@@ -153,7 +153,8 @@ func (b *Bolt) update(fn func(*bolt.Tx) error) error { return boltErr(b.writes.u
 // do (a partition's load, the page budget taken before an issue): it does
 // not wait for company.
 func (b *Bolt) updateNow(fn func(*bolt.Tx) error) error { return boltErr(b.writes.update(fn, true)) }
-func (b *Bolt) view(fn func(*bolt.Tx) error) error      { return boltErr(b.db.View(fn)) }
+
+func (b *Bolt) view(fn func(*bolt.Tx) error) error { return boltErr(b.db.View(fn)) }
 
 func boltErr(err error) error {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
