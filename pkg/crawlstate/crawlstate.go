@@ -200,11 +200,10 @@ func (s Snapshot) Queued() uint64 {
 }
 
 // Wait polls until the crawl is finished or ctx ends, calling each (if not
-// nil) with every snapshot. It looks every `every`; more often near the end
-// (tailEvery, NearEnd), and the snapshot
-// that confirms an idle one comes confirmAfter later: the confirmation
-// rests on the streams' sequences, not on time, so the crawl's end costs
-// little more than two snapshots.
+// nil) with every snapshot. It looks every `every`, and every tailEvery
+// near the end (NearEnd). The snapshot that confirms an idle one comes
+// confirmAfter later: the confirmation rests on the streams' sequences, not
+// on time, so the crawl's end costs little more than two snapshots.
 func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snapshot)) (Snapshot, error) {
 	var prev *Snapshot
 	t := time.NewTimer(every)
