@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -112,8 +113,9 @@ func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan 
 // closed: the subscription drained, its unsubscribe seen by the server, so
 // that a message published from then on goes to the next pull on the
 // consumer and not to this one's inbox, where it would sit out its ack
-// wait. It waits at most stopWait (a server gone away).
-func PullOwned(ctx context.Context, c jetstream.Consumer, buffer int) (msgs <-chan jetstream.Msg, stop func(), err error) {
+// wait. It waits at most stopWait (a server gone away), and says so on log
+// (nil: silent) when that runs out.
+func PullOwned(ctx context.Context, c jetstream.Consumer, buffer int, log *slog.Logger) (msgs <-chan jetstream.Msg, stop func(), err error) {
 	pulling, cancel := context.WithCancel(ctx)
 	out, err := PullBatches(pulling, c, buffer)
 	if err != nil {
@@ -131,6 +133,10 @@ func PullOwned(ctx context.Context, c jetstream.Consumer, buffer int) (msgs <-ch
 					return
 				}
 			case <-timeout.C:
+				if log != nil {
+					log.Warn("the stopped pull did not close within its wait (NATS unreachable?); messages it still held come back after their ack wait",
+						"consumer", c.CachedInfo().Name, "waited", stopWait)
+				}
 				return
 			}
 		}

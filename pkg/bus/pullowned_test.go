@@ -27,7 +27,7 @@ func TestPullOwnedHandsTheNextMessageToTheNextPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 30 {
-		msgs, stop, err := bus.PullOwned(ctx, cons, 16)
+		msgs, stop, err := bus.PullOwned(ctx, cons, 16, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -189,7 +189,7 @@ func (s *Service) runPartition(ctx context.Context, p int) error {
 		}
 		return fmt.Errorf("dedup partition %d: %w", p, err)
 	}
-	msgs, stopPull, err := bus.PullOwned(ctx, cons, 2*maxBatch)
+	msgs, stopPull, err := bus.PullOwned(ctx, cons, 2*maxBatch, s.o.Log.With("partition", p))
 	if err != nil {
 		return fmt.Errorf("dedup partition %d: %w", p, err)
 	}

@@ -139,7 +139,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	if err != nil {
 		return err
 	}
-	msgs, stopPull, err := bus.PullOwned(ctx, cons, maxBatch)
+	msgs, stopPull, err := bus.PullOwned(ctx, cons, maxBatch, pt.log)
 	if err != nil {
 		return err
 	}
