@@ -32,6 +32,7 @@ type Bolt struct {
 	db     *bolt.DB
 	writes *groupCommit
 	limits Limits
+	budget *pageBudget // --max-pages' count, in memory; see TakeBudget
 }
 
 var _ Store = (*Bolt)(nil)
@@ -121,21 +122,32 @@ func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	budget := &pageBudget{}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketGlobal)
+		g, err := tx.CreateBucketIfNotExists(bucketGlobal)
+		if err == nil {
+			budget.issued = getU64(g, globalIssued)
+		}
 		return err
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
-	return &Bolt{db: db, writes: newGroupCommit(db, o.CommitInterval, o.PaceFrom)}, nil
+	writes := newGroupCommit(db, o.CommitInterval, o.PaceFrom)
+	writes.flush = budget.flush
+	return &Bolt{db: db, writes: writes, budget: budget}, nil
 }
 
 // Close commits the writes waiting for their group, then closes the file;
 // later calls return ErrClosed.
 func (b *Bolt) Close() error {
 	b.writes.close()
+	// Budget taken since the last group (a crawl's last issues) is kept.
+	if err := b.db.Update(b.budget.flush); err != nil && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		b.db.Close()
+		return fmt.Errorf("store: close: %w", err)
+	}
 	return b.db.Close()
 }
 

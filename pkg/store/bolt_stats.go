@@ -5,31 +5,67 @@ package store
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 )
 
-// TakeBudget takes up to n units of the global page budget.
+// TakeBudget takes up to n units of the global page budget. It grants from
+// memory, without a write of its own: the next group commit carries the
+// count (budget.flush), so a crawl with --max-pages issues from reservations
+// as one without does, and commits by the interval, not once per issue.
+//
+// Why a crash costs nothing: a task's budget is taken before the step that
+// records it runs, so the commit that makes the task durable carries its
+// budget too. What a crash loses is budget taken for tasks no commit
+// recorded; the replay records them again and takes their budget again,
+// once. Only a bbolt file's one process takes from it, so memory is the
+// truth while it runs.
 func (b *Bolt) TakeBudget(ctx context.Context, n, max int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if b.writes.isClosed() {
+		return 0, ErrClosed
+	}
 	if n <= 0 {
 		return 0, nil
 	}
-	granted := 0
-	err := b.updateNow(func(tx *bolt.Tx) error {
-		g := tx.Bucket(bucketGlobal)
-		issued := getU64(g, globalIssued)
-		granted = grant(n, max, issued)
-		return putMeta(g, kv{globalIssued, issued + uint64(granted)})
-	})
-	if err != nil {
-		return 0, err
+	return b.budget.take(n, max), nil
+}
+
+// pageBudget is the crawl-wide page budget taken so far, in memory; the
+// group commit writes it into every transaction after it moved.
+type pageBudget struct {
+	mu     sync.Mutex
+	issued uint64 // taken so far
+}
+
+func (pb *pageBudget) take(n, max int) int {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	g := grant(n, max, pb.issued)
+	pb.issued += uint64(g)
+	return g
+}
+
+func (pb *pageBudget) taken() uint64 {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	return pb.issued
+}
+
+// flush writes the budget taken so far into tx when it differs from the
+// file's; every group transaction ends with it.
+func (pb *pageBudget) flush(tx *bolt.Tx) error {
+	issued := pb.taken()
+	g := tx.Bucket(bucketGlobal)
+	if getU64(g, globalIssued) == issued {
+		return nil
 	}
-	return granted, nil
+	return putMeta(g, kv{globalIssued, issued})
 }
 
 // Stats sums the counters of the given partitions.
@@ -40,7 +76,7 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	var s Stats
 	now := time.Now()
 	err := b.view(func(tx *bolt.Tx) error {
-		s.Issued = getU64(tx.Bucket(bucketGlobal), globalIssued)
+		s.Issued = b.budget.taken()
 		for _, p := range partitions {
 			part := readPart(tx, p)
 			if part == nil {

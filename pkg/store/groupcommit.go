@@ -58,8 +58,9 @@ import (
 // per interval, not once per page.
 type groupCommit struct {
 	db       *bolt.DB
-	interval time.Duration // least time between commit starts while paced (<= 0: never paced)
-	paceFrom int           // a group this large paces the next one
+	flush    func(*bolt.Tx) error // ends every group's transaction (the page budget), if set
+	interval time.Duration        // least time between commit starts while paced (<= 0: never paced)
+	paceFrom int                  // a group this large paces the next one
 
 	mu      sync.Mutex
 	pending []*groupCall  // guarded by mu
@@ -201,6 +202,12 @@ func (g *groupCommit) close() {
 	}
 }
 
+func (g *groupCommit) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
 // pace waits, while pacing (or trying it), until interval after the
 // previous commit started; a full group, an urgent write or close ends the
 // wait. It reports whether it waited the whole interval: only then does the
@@ -310,6 +317,9 @@ func (g *groupCommit) run(group []*groupCall) {
 					c.told = true
 					close(c.ran)
 				}
+			}
+			if g.flush != nil {
+				return g.flush(tx)
 			}
 			return nil
 		})

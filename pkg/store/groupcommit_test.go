@@ -620,3 +620,70 @@ func TestGroupCommitCallersThatWaitAreNotPaced(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetRidesTheNextCommit: TakeBudget writes nothing of its own; the
+// next group's commit carries the count (a copy of the file before it is the
+// state a crash leaves: the take is not there, and the replay takes again),
+// and Close keeps what was taken after the last group.
+func TestBudgetRidesTheNextCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "store.db")
+	b, err := OpenBoltWith(path, BoltOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuedIn := func(b *Bolt) uint64 {
+		t.Helper()
+		copyPath := filepath.Join(t.TempDir(), "copy.db")
+		if err := b.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(copyPath, 0o600) }); err != nil {
+			t.Fatal(err)
+		}
+		c, err := OpenBoltWith(copyPath, BoltOptions{CommitInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		st, err := c.Stats(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Issued
+	}
+	commits := b.Commits()
+	if got, err := b.TakeBudget(ctx, 5, 10); got != 5 || err != nil {
+		t.Fatalf("TakeBudget(5, 10) = %d, %v", got, err)
+	}
+	if b.Commits() != commits {
+		t.Errorf("TakeBudget committed on its own: %d commits, want %d", b.Commits(), commits)
+	}
+	if st, _ := b.Stats(ctx, nil); st.Issued != 5 {
+		t.Errorf("Stats.Issued = %d right after the take, want 5", st.Issued)
+	}
+	if got := issuedIn(b); got != 0 {
+		t.Errorf("the file holds %d before any commit, want 0", got)
+	}
+	q := Queued{Host: "a.test", Link: messages.Link{URL: "http://a.test/1"}, Attempt: 1}
+	if _, err := b.Apply(ctx, 0, 1, []Queued{q}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := issuedIn(b); got != 5 {
+		t.Errorf("the file holds %d after the next commit, want 5", got)
+	}
+	if got, _ := b.TakeBudget(ctx, 9, 10); got != 5 {
+		t.Errorf("TakeBudget(9, 10) = %d, want the 5 left", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TakeBudget(ctx, 1, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("TakeBudget after Close: %v, want ErrClosed", err)
+	}
+	b, err = OpenBoltWith(path, BoltOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if st, _ := b.Stats(ctx, nil); st.Issued != 10 {
+		t.Errorf("reopened: Issued = %d, want the 10 taken before Close", st.Issued)
+	}
+}

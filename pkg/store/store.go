@@ -207,7 +207,9 @@ type Frontier interface {
 	Load(ctx context.Context, p int) (PartitionState, error)
 
 	// TakeBudget atomically takes up to n units of the crawl-wide page budget
-	// (max <= 0 means unlimited) and returns how many were granted.
+	// (max <= 0 means unlimited) and returns how many were granted. The
+	// embedded store grants from memory and makes the count durable with
+	// its next commit (a task's budget no later than the step recording it).
 	TakeBudget(ctx context.Context, n, max int) (int, error)
 
 	// Stats sums queue depths and counters over the given partitions.

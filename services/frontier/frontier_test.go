@@ -336,6 +336,35 @@ func TestBudgetStopsIssuing(t *testing.T) {
 	}
 }
 
+// TestBudgetIssuesFromReservations: with --max-pages the tasks that leave
+// from reservations take their budget too: the crawl stops at exactly max
+// pages. (TestDoneBeforeItsTasksCommit checks they leave before the step.)
+func TestBudgetIssuesFromReservations(t *testing.T) {
+	h := start(t, Options{MaxPages: 8})
+	for i := range 10 {
+		h.enqueue(fmt.Sprintf("http://a.example/%d", i))
+	}
+	n := 0
+	for {
+		task, _, ok := h.task(500 * time.Millisecond)
+		if !ok {
+			break
+		}
+		n++
+		h.done(task, false)
+	}
+	if n != 8 {
+		t.Errorf("issued %d tasks with --max-pages 8", n)
+	}
+	if r := h.svc.Stats.Reserved.Load(); r < 2 {
+		t.Errorf("%d tasks left from reservations, want 2 or more", r)
+	}
+	st, _ := h.st.Stats(context.Background(), []int{0})
+	if st.Queued != 2 || st.Issued != 8 {
+		t.Errorf("store: %+v, want 2 queued, 8 issued", st)
+	}
+}
+
 func TestRestartKeepsQueuesAndTasks(t *testing.T) {
 	h := start(t, Options{})
 	h.enqueue("http://a.example/1", "http://a.example/2")
@@ -742,9 +771,16 @@ func (s *slowCommits) StepEarly(ctx context.Context, p int, r store.StepRequest,
 // waits for two fsyncs a page). A third task waits: at most two of a host
 // are ahead of their durable record. Nothing is issued twice, and the store
 // ends empty.
+// With --max-pages the same holds: a reserved task's budget is taken from
+// memory, without a step.
 func TestDoneBeforeItsTasksCommit(t *testing.T) {
+	t.Run("no budget", func(t *testing.T) { testDoneBeforeItsTasksCommit(t, Options{}) })
+	t.Run("max-pages", func(t *testing.T) { testDoneBeforeItsTasksCommit(t, Options{MaxPages: 4}) })
+}
+
+func testDoneBeforeItsTasksCommit(t *testing.T, o Options) {
 	var st *slowCommits
-	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+	h := startOn(t, o, func(b *store.Bolt) store.Store {
 		st = &slowCommits{Bolt: b, gate: make(chan struct{})}
 		return st
 	})

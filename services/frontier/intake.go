@@ -338,7 +338,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			nb, capped = pt.rest(c.fd, came)
 		}
 		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
-			h.next == nil || !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) {
+			h.next == nil || !pt.s.early || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) || !pt.grant(ctx) {
 			pt.waitsForStep(c.seq, c.fd, now)
 			pt.carry = append(pt.carry, c.m) // the next step, as usual
 			continue

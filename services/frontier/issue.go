@@ -22,10 +22,9 @@ import (
 // for a done report's reserved task (take). A due host without a
 // reservation needs a write to pop its task: it waits for the step (later),
 // which is hurried.
-// With --max-pages every issue takes budget in the store first: nothing is
-// taken here.
+// With --max-pages each such task takes its budget first (grant).
 func (pt *partition) takeDue(ctx context.Context, now time.Time) {
-	if !pt.s.early || pt.s.o.MaxPages > 0 || pt.budgetOut {
+	if !pt.s.early || pt.budgetOut {
 		return
 	}
 	var reqs []store.Issue
@@ -37,9 +36,11 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 	}()
 	pt.popReady(now, func(h *host) bool {
 		switch {
-		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+		case h.inFlight == nil && h.queued > 0 && h.next != nil && pt.grant(ctx):
 			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
 			return true
+		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+			pt.later = append(pt.later, h.name) // no budget: the step's issue asks again
 		case h.inFlight == nil && h.queued > 0:
 			pt.later = append(pt.later, h.name)
 			hurry = true // its pop waits for the pending step
@@ -123,14 +124,43 @@ func (pt *partition) due(ctx context.Context, now time.Time) ([]string, error) {
 		return nil, err
 	}
 	if granted < len(due) {
-		pt.budgetOut = true
-		pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
+		pt.spent()
 		for _, name := range due[granted:] {
 			pt.schedule(pt.hosts[name], now)
 		}
 		due = due[:granted]
 	}
 	return due, nil
+}
+
+// grant takes one unit of --max-pages' budget for a task about to leave
+// from a reservation, outside a step. The embedded store grants from memory
+// (Bolt.TakeBudget), so a crawl with a budget keeps the turnaround of one
+// without. False when the budget is spent, or the store failed: the host
+// then waits for a step, whose issue asks again with retries.
+func (pt *partition) grant(ctx context.Context) bool {
+	if pt.s.o.MaxPages <= 0 {
+		return true
+	}
+	if pt.budgetOut {
+		return false
+	}
+	n, err := pt.s.o.Store.TakeBudget(ctx, 1, pt.s.o.MaxPages)
+	if err != nil {
+		pt.log.Warn("taking page budget failed; the host's task waits for the next step", "err", err)
+		return false
+	}
+	if n == 0 {
+		pt.spent()
+		return false
+	}
+	return true
+}
+
+// spent marks the crawl's page budget used up: nothing more is issued.
+func (pt *partition) spent() {
+	pt.budgetOut = true
+	pt.log.Info("page budget spent; no more fetches will be issued", "max_pages", pt.s.o.MaxPages)
 }
 
 // issues are the store's pop requests for the due hosts.

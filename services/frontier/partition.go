@@ -301,7 +301,7 @@ func (pt *partition) schedule(h *host, now time.Time) {
 // second): the wake while a step is pending (takeDue).
 func (pt *partition) nextDue(now time.Time) time.Duration {
 	next := now.Add(time.Second)
-	if pt.s.o.MaxPages <= 0 && !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
+	if !pt.budgetOut && pt.ready.Len() > 0 && pt.ready.peek().at.Add(-pt.s.o.IssueAhead).Before(next) {
 		next = pt.ready.peek().at.Add(-pt.s.o.IssueAhead)
 	}
 	return max(next.Sub(now), time.Millisecond)
