@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -99,8 +100,21 @@ func (k *blockKeeper) round(ctx context.Context) error {
 // WorkMsgs returns the info of a work stream and how many messages it holds
 // for its consumers: all of them less its keepers (keeper: the stream's
 // keeper subject).
+//
+// It asks for the subjects under the keeper's parent (`<prefix>.keep.*`),
+// not for the keeper's own subject: NATS 2.9's file store answers a literal
+// filter from a per-subject index whose first block goes stale once the
+// keepers in it are purged and the block removed, and then reports no
+// subject at all (nats-server v2.9.10, filestore.go SubjectsState); the
+// keeper was counted as work and a crawl of the services on that server
+// never ended. A wildcard scans the blocks. A work stream holds no other
+// subject under that parent.
 func WorkMsgs(ctx context.Context, st jetstream.Stream, keeper string) (*jetstream.StreamInfo, uint64, error) {
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(keeper))
+	filter := keeper
+	if i := strings.LastIndexByte(keeper, '.'); i >= 0 {
+		filter = keeper[:i+1] + "*"
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testutil"
@@ -125,4 +128,65 @@ func TestKeeperThatFailsWarnsOnce(t *testing.T) {
 	if !strings.Contains(logs.String(), "subject=old.keep") {
 		t.Errorf("the warning does not name the subject:\n%s", logs.String())
 	}
+}
+
+// TestWorkMsgsAfterTheKeepersBlockIsGone: a work stream whose keepers were
+// purged and whose blocks rolled over holds one keeper and no work. On NATS
+// 2.9 (the machine's server, NATS_URL) a literal subject filter then
+// answered no subjects, and WorkMsgs counted the keeper as work: a services
+// crawl on that server never ended. Run against the embedded server too.
+func TestWorkMsgsAfterTheKeepersBlockIsGone(t *testing.T) {
+	run := func(t *testing.T, js jetstream.JetStream) {
+		ctx := context.Background()
+		name := fmt.Sprintf("KEEPTEST%08X", rand.Uint32())
+		prefix := strings.ToLower(name)
+		keeper := prefix + ".keep." + name
+		st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".work.>", keeper},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer js.DeleteStream(ctx, name)
+		big := make([]byte, 900_000) // blocks roll over after a few
+		for round := range 3 {
+			if _, err := js.Publish(ctx, keeper, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Purge(ctx, jetstream.WithPurgeSubject(keeper), jetstream.WithPurgeKeep(1)); err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				if _, err := js.Publish(ctx, prefix+".work.1", big); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Purge(ctx, jetstream.WithPurgeSubject(prefix+".work.1")); err != nil {
+				t.Fatal(err)
+			}
+			info, work, err := WorkMsgs(ctx, st, keeper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if work != 0 || info.State.Msgs != 1 {
+				t.Fatalf("round %d: %d messages, %d of them work; want 1 and 0 (the keeper)", round, info.State.Msgs, work)
+			}
+		}
+	}
+	t.Run("embedded", func(t *testing.T) {
+		js, _ := embeddedJS(t)
+		run(t, js)
+	})
+	t.Run("machine", func(t *testing.T) {
+		url := os.Getenv("NATS_URL")
+		if url == "" {
+			t.Skip("NATS_URL not set: the server CI runs (2.9) is where a literal filter failed")
+		}
+		nc, err := nats.Connect(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		run(t, js)
+	})
 }
