@@ -17,6 +17,10 @@ import (
 // a screen refreshed every --every (--watch), as status lines until the
 // crawl is over (--wait), or as JSON (--json; one object per line with
 // --watch or --wait).
+// statusStallAfter is how long a crawl may stand still before status --wait
+// or --watch says what it waits for (a variable for the tests).
+var statusStallAfter = crawlstate.StallAfter
+
 // errStatusInterrupted ends status --wait on Ctrl-C (the crawl goes on).
 var errStatusInterrupted = errors.New("interrupted: status stopped waiting; the crawl goes on")
 
@@ -47,6 +51,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	all, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
 	r := &reporter{
 		js: a.js, prefix: cfg.Prefix, src: src, top: top, partitions: all,
+		stall:   crawlstate.Stall{After: statusStallAfter},
 		watcher: &crawlstate.Watcher{JS: a.js, Names: a.names, Store: src, Partitions: all, MaxPages: cfg.MaxPages},
 	}
 	tty := false
@@ -74,7 +79,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "trawler status:", err)
 		}
-		if err == nil && (rep.At.Sub(lastShown) >= every || rep.Done && wait) {
+		if err == nil && rep.Stalled != "" && !asJSON {
+			// Waiting without saying what for would look like a hang.
+			fmt.Fprintln(stderr, "trawler status:", rep.Stalled)
+		}
+		if err == nil && (rep.At.Sub(lastShown) >= every || rep.Done && wait || rep.Stalled != "" && asJSON) {
 			lastShown = rep.At
 			switch {
 			case watch && !asJSON && tty:

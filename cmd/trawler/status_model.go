@@ -16,6 +16,9 @@ type statusReport struct {
 	// two snapshots (crawlstate.Finished). Idle: the first two only.
 	Done bool `json:"done"`
 	Idle bool `json:"idle"`
+	// Stalled says what a crawl that is not over and has stood still for
+	// crawlstate.StallAfter waits for; set once per interval while it lasts.
+	Stalled string `json:"stalled,omitempty"`
 
 	Pages struct {
 		Fetched uint64 `json:"fetched"` // pages published over the crawl's life (failures included); pages parsed in process are not published there, so the parsed documents' count or the live fetchers' when larger

@@ -78,6 +78,7 @@ type reporter struct {
 	partitions []int
 	top        int
 	prev       *crawlstate.Snapshot
+	stall      crawlstate.Stall
 }
 
 // once takes two snapshots (the second after the store's figures changed
@@ -118,6 +119,9 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	}
 	r.prev = &s
 	r.src.prevBeatAt = r.src.beatAt
+	if line, ok := r.stall.See(s); ok {
+		rep.Stalled = line
+	}
 	// A page parsed in process (run, fetcher --with-parser) skips the pages
 	// stream but not the parsed one: it was fetched all the same. The live
 	// fetchers' heartbeats (addBeats) may say more still.

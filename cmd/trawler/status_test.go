@@ -363,3 +363,54 @@ func TestRunSummaryTable(t *testing.T) {
 		}
 	}
 }
+
+// status --wait on a crawl that stopped moving says what it waits for, on
+// stderr, instead of waiting in silence: here the seed's task sits in the
+// fetch stream of a crawl with no fetcher.
+func TestStatusWaitSaysWhatAStillCrawlWaitsFor(t *testing.T) {
+	defer func(d time.Duration) { statusStallAfter = d }(statusStallAfter)
+	statusStallAfter = 300 * time.Millisecond
+	var cfg config.Config
+	if err := cfg.Parse(flag.NewFlagSet("test", flag.ContinueOnError), nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir, cfg.Seeds, cfg.Scope, cfg.AllowPrivate = t.TempDir(), []string{"http://127.0.0.2:9/"}, config.ScopeAny, true
+	cfg.PartitionCount, cfg.Progress = 4, false
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := app.OpenEmbedded(ctx, cfg, addr, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait(); d.Close() })
+	for _, name := range app.Services {
+		if name == "fetcher" {
+			continue
+		}
+		svc, err := app.NewService(ctx, name, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); svc.Run(ctx) }()
+	}
+	if _, err := app.Seed(ctx, d, cfg.Seeds); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut testutil.SyncBuffer
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		done <- run(wctx, []string{"status", "--wait", "--every", "100ms", "--nats", "nats://" + addr, "--partition-count", "4"}, &out, &errOut)
+	}()
+	ok := testutil.WaitFor(20*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(errOut.String(), "has not moved") })
+	wcancel()
+	<-done
+	if !ok {
+		t.Fatalf("status --wait said nothing of the still crawl; stderr:\n%s\nstdout:\n%s", errOut.String(), out.String())
+	}
+	if !strings.Contains(errOut.String(), "it waits for: ") || !strings.Contains(errOut.String(), "in the fetch stream") {
+		t.Errorf("the line does not say what the crawl waits for:\n%s", errOut.String())
+	}
+}

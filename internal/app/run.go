@@ -229,10 +229,12 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	// Two finished snapshots in a row end the crawl: every 100 ms, so the
 	// end costs a crawl ~0.2 s, not ~0.5 (a snapshot is a few stream and
 	// store reads).
-	stall := stallNotice{log: log, after: stallAfter}
+	stall := crawlstate.Stall{After: crawlstate.StallAfter}
 	last, waitErr := w.Wait(waitCtx, 100*time.Millisecond, func(s crawlstate.Snapshot) {
 		prog.show(s, fetch, false)
-		stall.see(s)
+		if line, ok := stall.See(s); ok {
+			log.Warn(line)
+		}
 	})
 	prog.show(last, fetch, true)
 
@@ -411,30 +413,4 @@ func HumanBytes(n float64) string {
 		return fmt.Sprintf("%.0f %s", n, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", n, units[i])
-}
-
-// stallAfter is how long a crawl that is not over may stand still before
-// the run says what it waits for.
-var stallAfter = 30 * time.Second
-
-// stallNotice says, in one line and again every stallAfter while it lasts,
-// what a crawl that stopped moving waits for: a wait nobody explains looks
-// like a hang.
-type stallNotice struct {
-	log   *slog.Logger
-	after time.Duration
-	prev  *crawlstate.Snapshot
-	moved time.Time // when the crawl last moved
-	said  time.Time // when the stall was last said
-}
-
-func (n *stallNotice) see(s crawlstate.Snapshot) {
-	if n.prev == nil || !n.prev.Still(s) || s.Idle() {
-		n.moved, n.said = s.At, time.Time{}
-	}
-	n.prev = &s
-	if still := s.At.Sub(n.moved); still >= n.after && s.At.Sub(n.said) >= n.after {
-		n.said = s.At
-		n.log.Warn(fmt.Sprintf("the crawl has not moved for %s; it waits for: %s", still.Round(time.Second), s.Waiting()))
-	}
 }

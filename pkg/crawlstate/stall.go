@@ -1,0 +1,34 @@
+package crawlstate
+
+import (
+	"fmt"
+	"time"
+)
+
+// StallAfter is how long a crawl that is not over may stand still before
+// whoever watches it (trawler run, status --wait) says what it waits for.
+const StallAfter = 30 * time.Second
+
+// Stall tells when a crawl that is not over stopped moving, and what it
+// waits for: once it has stood still for After, and again every After while
+// it lasts. A wait nobody explains looks like a hang.
+type Stall struct {
+	After time.Duration
+	prev  *Snapshot
+	moved time.Time // when the crawl last moved
+	said  time.Time // when the stall was last said
+}
+
+// See takes the next snapshot and returns the line to say, if one is due:
+// "the crawl has not moved for 30s; it waits for: 1 tasks in flight (...)".
+func (n *Stall) See(s Snapshot) (string, bool) {
+	if n.prev == nil || !n.prev.Still(s) || s.Idle() {
+		n.moved, n.said = s.At, time.Time{}
+	}
+	n.prev = &s
+	if still := s.At.Sub(n.moved); still >= n.After && s.At.Sub(n.said) >= n.After {
+		n.said = s.At
+		return fmt.Sprintf("the crawl has not moved for %s; it waits for: %s", still.Round(time.Second), s.Waiting()), true
+	}
+	return "", false
+}
