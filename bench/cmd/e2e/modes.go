@@ -185,7 +185,7 @@ func (h *harness) runCluster(ctx context.Context, dir string, fetchers, parsers 
 	if err != nil {
 		return measured{}, err
 	}
-	if err := status.waitBeside(procs, h.timeout); err != nil {
+	if err := status.waitBeside(procs, h.timeout, h.log); err != nil {
 		return measured{}, err
 	}
 	if archive {

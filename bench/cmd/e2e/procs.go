@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,11 +57,15 @@ func (p *proc) wait(timeout time.Duration) error {
 // beside it exits first: a crawl whose dedup or frontier died would
 // otherwise only time out, with nothing said of why. Either failure names
 // every service that is gone and the last lines of its log.
-func (p *proc) waitBeside(services []*proc, timeout time.Duration) error {
+// The lines where p (status --wait) says the crawl stopped moving, and
+// what it waits for, are passed on to say as they come: a crawl that never
+// ends shows why while the run waits, not only at its timeout.
+func (p *proc) waitBeside(services []*proc, timeout time.Duration, say io.Writer) error {
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	deadline := time.After(timeout)
-	for {
+	stalls := 0 // stall lines of p's log passed on so far
+	for tick := 0; ; tick++ {
 		select {
 		case err := <-p.done:
 			p.done <- err
@@ -76,8 +81,31 @@ func (p *proc) waitBeside(services []*proc, timeout time.Duration) error {
 				p.stop()
 				return fmt.Errorf("%s: a service exited during the crawl%s", p.name, g)
 			}
+			if tick%10 == 0 {
+				lines := stallLines(p.out.Name())
+				for _, l := range lines[min(stalls, len(lines)):] {
+					fmt.Fprintf(say, "e2e: %s: %s\n", p.name, l)
+				}
+				stalls = max(stalls, len(lines))
+			}
 		}
 	}
+}
+
+// stallLines are the lines of the log at path that say a crawl stopped
+// moving (crawlstate.Stall's, as status --wait prints them).
+func stallLines(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "has not moved") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return out
 }
 
 // gone describes the services that have exited, each with the end of its

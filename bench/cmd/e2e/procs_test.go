@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,7 +74,7 @@ func TestWaitBesideNamesAServiceThatExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	err = status.waitBeside([]*proc{alive, dead}, 20*time.Second)
+	err = status.waitBeside([]*proc{alive, dead}, 20*time.Second, io.Discard)
 	if err == nil || time.Since(t0) > 10*time.Second {
 		t.Fatalf("waitBeside = %v after %s, want an error at once", err, time.Since(t0))
 	}
@@ -83,5 +85,28 @@ func TestWaitBesideNamesAServiceThatExited(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "frontier") {
 		t.Errorf("error %q names a service that still runs", err)
+	}
+}
+
+// A status --wait that says the crawl stopped moving is heard while the run
+// waits, each line once, not only at the timeout.
+func TestWaitBesidePassesOnStallLines(t *testing.T) {
+	dir := t.TempDir()
+	status, err := start(dir, "status", "sh", "-c", `echo "12:00:00 fetched 5"
+echo "trawler status: the crawl has not moved for 30s; it waits for: 1 tasks in the fetch stream"
+sleep 1.5; exit 0`)
+	if err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer status.stop()
+	var said bytes.Buffer // written by waitBeside on this goroutine
+	if err := status.waitBeside(nil, 20*time.Second, &said); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(said.String(), "has not moved"); got != 1 {
+		t.Errorf("passed on %d stall lines, want 1:\n%s", got, said.String())
+	}
+	if !strings.Contains(said.String(), "e2e: status: trawler status: the crawl has not moved for 30s; it waits for: 1 tasks in the fetch stream") {
+		t.Errorf("said %q", said.String())
 	}
 }
