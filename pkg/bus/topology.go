@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -151,20 +152,44 @@ func (t Topology) consumers() map[string][]jetstream.ConsumerConfig {
 // the wanted settings is left alone: on a cluster, updates racing another
 // process's create may go unanswered (see KeyValue).
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
+	// The streams at once, then their consumers at once: one after the other
+	// they were a third of trawler run's start before its first request.
+	var ensure []func() error
 	for _, sc := range t.streams() {
 		sc.Replicas = Replicas(js)
-		if err := retry(ctx, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
-		}
+		ensure = append(ensure, func() error {
+			if err := retry(ctx, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
+				return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
+			}
+			return nil
+		})
 	}
+	if err := all(ensure); err != nil {
+		return err
+	}
+	ensure = ensure[:0]
 	for stream, ccs := range t.consumers() {
 		for _, cc := range ccs {
-			if err := retry(ctx, func(ctx context.Context) error { return ensureConsumer(ctx, js, stream, cc) }); err != nil {
-				return fmt.Errorf("ensure consumer %s on %s: %w", cc.Durable, stream, err)
-			}
+			ensure = append(ensure, func() error {
+				if err := retry(ctx, func(ctx context.Context) error { return ensureConsumer(ctx, js, stream, cc) }); err != nil {
+					return fmt.Errorf("ensure consumer %s on %s: %w", cc.Durable, stream, err)
+				}
+				return nil
+			})
 		}
 	}
-	return nil
+	return all(ensure)
+}
+
+// all runs fns at once and joins their errors.
+func all(fns []func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { errs[i] = fn() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {

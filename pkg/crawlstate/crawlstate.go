@@ -222,12 +222,7 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 			if prev != nil && Finished(*prev, s) {
 				return s, nil
 			}
-			switch {
-			case s.Idle():
-				next = min(every, confirmAfter)
-			case prev != nil && NearEnd(*prev, s):
-				next = min(every, tailEvery)
-			}
+			next = NextLook(prev, s, every)
 			prev = &s
 		} else if ctx.Err() != nil {
 			return s, ctx.Err()
@@ -241,6 +236,26 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 	}
 }
 
+// NextLook is how long Wait waits after snapshot s (prev: the one before,
+// nil at the first look) when it looks every `every`: confirmAfter after an
+// idle one, tailEvery near the end (NearEnd). The first look compares with
+// nothing: a crawl of a few pages may be over before a second one, and a
+// whole interval would then be most of its run.
+func NextLook(prev *Snapshot, s Snapshot, every time.Duration) time.Duration {
+	switch {
+	case s.Idle():
+		return min(every, confirmAfter)
+	case prev == nil && s.left() <= nearEndFirst, prev != nil && NearEnd(*prev, s):
+		return min(every, tailEvery)
+	}
+	return every
+}
+
+// nearEndFirst is NearEnd at the first look, which has no pace to compare
+// with: a crawl with this little work left (its seeds, a task or two) may
+// be over within one interval.
+const nearEndFirst = 64
+
 // How soon Wait looks again after an idle snapshot, and near the end.
 const (
 	confirmAfter = 5 * time.Millisecond
@@ -251,9 +266,15 @@ const (
 // next look: no more than twice the pages fetched since prev, and little
 // in all. A crawl's end (or a trickle) is then looked for more often.
 func NearEnd(prev, s Snapshot) bool {
-	left := uint64(max(s.Store.Queued, 0)+max(s.Store.InFlight, 0)) + s.Discovered.Msgs + s.Frontier.Msgs + s.Fetch.Msgs + s.ParserBacklog
+	left := s.left()
 	fetched := s.PagesTotal() - min(s.PagesTotal(), prev.PagesTotal())
 	return left <= nearEndMost && left <= 2*max(fetched, 1)
+}
+
+// left is the work not yet done anywhere: queued, in flight, in the work
+// streams or for the parser.
+func (s Snapshot) left() uint64 {
+	return uint64(max(s.Store.Queued, 0)+max(s.Store.InFlight, 0)) + s.Discovered.Msgs + s.Frontier.Msgs + s.Fetch.Msgs + s.ParserBacklog
 }
 
 // nearEndMost bounds NearEnd: a large crawl looks often only at its end.

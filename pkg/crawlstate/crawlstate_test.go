@@ -95,3 +95,32 @@ func TestNearEnd(t *testing.T) {
 		}
 	}
 }
+
+// The look after the first one comes soon when the crawl is small: a crawl
+// of a few pages is often over before a whole interval, and it used to wait
+// it out (100 ms of a 150 ms run). A large crawl looks at its usual pace.
+func TestNextLookAfterTheFirst(t *testing.T) {
+	const every = 100 * time.Millisecond
+	oneSeed := crawlstate.Snapshot{}
+	oneSeed.Store.Queued = 1
+	large := crawlstate.Snapshot{}
+	large.Store.Queued = 5000
+	started := crawlstate.Snapshot{Fetch: crawlstate.StreamState{Msgs: 1}} // the seed's task, its host's robots.txt
+	started.Store.Queued, started.Store.InFlight = 2, 1
+	for _, c := range []struct {
+		name string
+		prev *crawlstate.Snapshot
+		s    crawlstate.Snapshot
+		want time.Duration
+	}{
+		{"first look, one seed queued", nil, oneSeed, 20 * time.Millisecond},
+		{"first look, a task out and two queued", nil, started, 20 * time.Millisecond},
+		{"first look, 5,000 queued", nil, large, every},
+		{"first look, idle", nil, crawlstate.Snapshot{}, 5 * time.Millisecond},
+		{"second look, 5,000 still queued", &large, large, every},
+	} {
+		if got := crawlstate.NextLook(c.prev, c.s, every); got != c.want {
+			t.Errorf("%s: next look in %v, want %v", c.name, got, c.want)
+		}
+	}
+}

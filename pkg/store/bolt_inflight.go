@@ -65,6 +65,17 @@ func (b *Bolt) Load(ctx context.Context, p int) (PartitionState, error) {
 	if err := checkArgs(ctx, p); err != nil {
 		return PartitionState{}, err
 	}
+	// A partition never written has nothing to load: a read says so without
+	// a commit (a new crawl's 32 partitions paid 16 commits in turn before
+	// the first task could go out). Only the frontier partition itself
+	// writes its state, after its load.
+	var exists bool
+	if err := b.view(func(tx *bolt.Tx) error { exists = readPart(tx, p) != nil; return nil }); err != nil {
+		return PartitionState{}, err
+	}
+	if !exists {
+		return PartitionState{}, nil
+	}
 	var st PartitionState
 	now := time.Now()
 	err := b.updateNow(func(tx *bolt.Tx) error {

@@ -687,3 +687,25 @@ func TestBudgetRidesTheNextCommit(t *testing.T) {
 		t.Errorf("reopened: Issued = %d, want the 10 taken before Close", st.Issued)
 	}
 }
+
+// Loading a partition never written reads, without a commit: a new crawl's
+// partitions load at once instead of one commit each in turn.
+func TestLoadOfAnEmptyPartitionDoesNotCommit(t *testing.T) {
+	ctx := context.Background()
+	b := openGroupTest(t, -1)
+	commits := b.Commits()
+	st, err := b.Load(ctx, 7)
+	if err != nil || st.Applied != 0 || len(st.Hosts) != 0 {
+		t.Fatalf("Load of a new partition: %+v, %v", st, err)
+	}
+	if b.Commits() != commits {
+		t.Errorf("Load of a new partition committed: %d commits, want %d", b.Commits(), commits)
+	}
+	q := Queued{Host: "a.test", Link: messages.Link{URL: "http://a.test/1"}, Attempt: 1}
+	if _, err := b.Apply(ctx, 7, 1, []Queued{q}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.Load(ctx, 7); err != nil || st.Applied != 1 || len(st.Hosts) != 1 {
+		t.Errorf("Load after a write: %+v, %v", st, err)
+	}
+}
