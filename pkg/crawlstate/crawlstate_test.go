@@ -113,14 +113,45 @@ func TestNextLookAfterTheFirst(t *testing.T) {
 		s    crawlstate.Snapshot
 		want time.Duration
 	}{
-		{"first look, one seed queued", nil, oneSeed, 20 * time.Millisecond},
-		{"first look, a task out and two queued", nil, started, 20 * time.Millisecond},
+		{"first look, one seed queued", nil, oneSeed, 10 * time.Millisecond},
+		{"first look, a task out and two queued", nil, started, 10 * time.Millisecond},
 		{"first look, 5,000 queued", nil, large, every},
 		{"first look, idle", nil, crawlstate.Snapshot{}, 5 * time.Millisecond},
 		{"second look, 5,000 still queued", &large, large, every},
 	} {
 		if got := crawlstate.NextLook(c.prev, c.s, every); got != c.want {
 			t.Errorf("%s: next look in %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Near the end the next look comes when the work left would be done at the
+// pace since the last one: a one-host crawl with 43 URLs left at 20 pages in
+// 22 ms used to wait a whole interval (NearEnd: 43 > 2 x 20) and saw its end
+// ~60 ms late.
+func TestNextLookAtThePace(t *testing.T) {
+	const every = 100 * time.Millisecond
+	t0 := time.Now()
+	at := func(d time.Duration, pages uint64, queued, inFlight int64) crawlstate.Snapshot {
+		s := crawlstate.Snapshot{At: t0.Add(d), Parsed: crawlstate.StreamState{LastSeq: pages}}
+		s.Store.Queued, s.Store.InFlight = queued, inFlight
+		return s
+	}
+	for _, c := range []struct {
+		name     string
+		prev, s  crawlstate.Snapshot
+		from, to time.Duration // the next look falls within
+	}{
+		{"43 left at 20 pages in 22 ms", at(0, 636, 60, 1), at(22*time.Millisecond, 656, 42, 1), 45 * time.Millisecond, 49 * time.Millisecond},
+		{"3 left at 70 pages in 100 ms", at(0, 600, 70, 1), at(100*time.Millisecond, 670, 2, 1), 10 * time.Millisecond, 10 * time.Millisecond},
+		{"300 left at 70 pages in 100 ms", at(0, 300, 370, 1), at(100*time.Millisecond, 370, 299, 1), every, every},
+		{"5,000 left at a fast pace", at(0, 0, 8000, 16), at(100*time.Millisecond, 3000, 5000, 16), every, every},
+		{"one in flight, nothing fetched", at(0, 10, 0, 1), at(10*time.Millisecond, 10, 0, 1), 10 * time.Millisecond, 10 * time.Millisecond},
+		{"ten queued, nothing fetched", at(0, 10, 10, 0), at(10*time.Millisecond, 10, 10, 0), every, every},
+	} {
+		prev := c.prev
+		if got := crawlstate.NextLook(&prev, c.s, every); got < c.from || got > c.to {
+			t.Errorf("%s: next look in %v, want %v to %v", c.name, got, c.from, c.to)
 		}
 	}
 }

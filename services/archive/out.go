@@ -56,10 +56,11 @@ type OutOptions struct {
 
 // Out is a tap on pages.parsed that appends one JSON line (messages.Parsed,
 // as messages.AppendParsedLine writes it: the archive's JSON Lines line) per
-// fetched URL to a file, effectively once. It writes by the batch: the
-// lines of up to Every (or MaxBatch messages), one fsync, then a checkpoint
-// beside the output recording the file's size and which stream sequences it
-// holds, then the acks. On start it cuts the file back to the checkpointed
+// fetched URL to a file, effectively once. It makes lines durable by the
+// batch: the lines of up to Every (or MaxBatch messages), written as they
+// come, one fsync at the batch's end, then a checkpoint beside the output
+// recording the file's size and which stream sequences it holds, then the
+// acks. On start it cuts the file back to the checkpointed
 // size, dropping a batch a crash cut short (written but not checkpointed, so
 // not acknowledged either: JetStream delivers it again), and it skips the
 // messages the checkpoint holds (checkpointed, but their acks were lost).
@@ -257,11 +258,17 @@ func (w *Out) loop(ctx context.Context) error {
 		return starting(ctx, err)
 	}
 	for {
-		batch := gather(ctx, msgs, w.o.MaxBatch, w.o.Every, w.flush)
+		var b outBatch
+		batch, err := gatherEach(ctx, msgs, w.o.MaxBatch, w.o.Every, w.flush, func(part []jetstream.Msg) error {
+			return w.append(&b, part)
+		})
+		if err != nil {
+			return err
+		}
 		if batch == nil {
 			return nil
 		}
-		if err := w.write(batch); err != nil {
+		if err := w.commit(&b); err != nil {
 			return err
 		}
 		for _, m := range batch {
@@ -270,21 +277,29 @@ func (w *Out) loop(ctx context.Context) error {
 	}
 }
 
-// write appends the batch's lines, syncs them, then checkpoints.
-func (w *Out) write(batch []jetstream.Msg) error {
+// outBatch is a batch's lines written since the checkpoint.
+type outBatch struct {
+	seqs  []uint64 // their stream sequences, as they came
+	size  int64    // their bytes
+	lines int
+}
+
+// append writes the lines of part, a part of a batch, as it arrives: the
+// batch's end then costs its sync and checkpoint only, not the copy of a
+// second of pages (a crawl's last batch is written while its end waits).
+// Lines past the checkpoint are what a crash leaves for recover to cut.
+func (w *Out) append(b *outBatch, part []jetstream.Msg) error {
 	size := 0
-	for _, m := range batch {
+	for _, m := range part {
 		size += len(m.Data()) + 1
 	}
 	buf := make([]byte, 0, size)
-	var seqs []uint64
-	n := 0
-	for _, m := range batch {
+	for _, m := range part {
 		md, err := m.Metadata()
-		if err != nil || w.pos.has(md.Sequence.Stream) || slices.Contains(seqs, md.Sequence.Stream) {
+		if err != nil || w.pos.has(md.Sequence.Stream) || slices.Contains(b.seqs, md.Sequence.Stream) {
 			continue // written before
 		}
-		seqs = append(seqs, md.Sequence.Stream)
+		b.seqs = append(b.seqs, md.Sequence.Stream)
 		// The line is the archive's JSON Lines line (one writer of both:
 		// messages.AppendParsedLine, which copies the parser's document
 		// rather than decode and encode it again). What cannot be a line
@@ -292,13 +307,22 @@ func (w *Out) write(batch []jetstream.Msg) error {
 		if buf, err = messages.AppendParsedLine(buf, m.Data()); err != nil {
 			continue
 		}
-		n++
+		b.lines++
 	}
-	if len(seqs) == 0 {
+	if len(buf) == 0 {
 		return nil
 	}
 	if _, err := w.f.Write(buf); err != nil {
 		return fmt.Errorf("--out: %w", err)
+	}
+	b.size += int64(len(buf))
+	return nil
+}
+
+// commit makes a batch's lines durable: sync, then the checkpoint.
+func (w *Out) commit(b *outBatch) error {
+	if len(b.seqs) == 0 {
+		return nil
 	}
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -308,8 +332,8 @@ func (w *Out) write(batch []jetstream.Msg) error {
 			return err
 		}
 	}
-	next := outCheckpoint{Seq: w.pos.Seq, Size: w.pos.Size + int64(len(buf))}
-	next.Above = append(slices.Clone(w.pos.Above), seqs...)
+	next := outCheckpoint{Seq: w.pos.Seq, Size: w.pos.Size + b.size}
+	next.Above = append(slices.Clone(w.pos.Above), b.seqs...)
 	slices.Sort(next.Above)
 	if ci, err := w.cons.Info(context.Background()); err == nil {
 		next.raise(ci.AckFloor.Stream) // acked: checkpointed earlier
@@ -319,7 +343,7 @@ func (w *Out) write(batch []jetstream.Msg) error {
 		return fmt.Errorf("--out checkpoint: %w", err)
 	}
 	w.pos = next
-	w.Lines.Add(int64(n))
+	w.Lines.Add(int64(b.lines))
 	w.Checkpoints.Add(1)
 	return nil
 }

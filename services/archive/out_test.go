@@ -181,6 +181,31 @@ func TestOutFirstBatchRedoneWritesNoDuplicate(t *testing.T) {
 	}
 }
 
+// A batch's lines reach the file as its messages come, not when the batch
+// ends: a crawl's end waits only for the sync and the checkpoint of its last
+// batch, not for the copy of a second of pages. They count as written
+// (Lines) only once checkpointed.
+func TestOutWritesLinesAsTheBatchGathers(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	o := outOptions(js, names, path)
+	o.Every = time.Hour // the batch ends only at Drain
+	w, finish := startOut(t, o, nil)
+	publishParsed(t, js, names, 0, 5)
+	publishParsed(t, js, names, 5, 10)
+	waitFor(t, "10 lines in the file before the batch ends", func() bool { return len(outURLs(t, path)) == 10 })
+	if n, c := w.Lines.Load(), w.Checkpoints.Load(); n != 0 || c != 0 {
+		t.Fatalf("%d lines counted, %d checkpoints before the batch ended; want none", n, c)
+	}
+	if err := finish(true); err != nil {
+		t.Fatal(err)
+	}
+	if n, c := w.Lines.Load(), w.Checkpoints.Load(); n != 10 || c != 1 {
+		t.Errorf("after Drain: %d lines, %d checkpoints; want 10 and 1", n, c)
+	}
+	wantEachOnce(t, path, 10)
+}
+
 // A crash after the checkpoint but before the acks reached JetStream: the
 // batch comes again and is skipped. Deleting the consumer replays the whole
 // stream, which is the same case for every message.

@@ -98,9 +98,26 @@ const syncEvery = time.Second
 // or linger after the first, or until in closes or ctx ends; nil when ctx
 // ended or in closed before a first message.
 func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.Duration, flush *flushSignal) []jetstream.Msg {
+	batch, _ := gatherEach(ctx, in, max, linger, flush, nil)
+	return batch
+}
+
+// gatherEach is gather that hands each part of the batch to each as it
+// arrives (nil: none), so a writer can write while the batch gathers and
+// leave only its sync for the batch's end. An error from each ends the
+// batch: gatherEach returns what it gathered with the error.
+func gatherEach(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.Duration, flush *flushSignal, each func([]jetstream.Msg) error) ([]jetstream.Msg, error) {
 	batch := bus.Batch(ctx, in, max)
-	if batch == nil || len(batch) >= max || linger <= 0 || flush.closed() {
-		return batch
+	if batch == nil {
+		return nil, nil
+	}
+	if each != nil {
+		if err := each(batch); err != nil {
+			return batch, err
+		}
+	}
+	if len(batch) >= max || linger <= 0 || flush.closed() {
+		return batch, nil
 	}
 	t := time.NewTimer(linger)
 	defer t.Stop()
@@ -108,18 +125,24 @@ func gather(ctx context.Context, in <-chan jetstream.Msg, max int, linger time.D
 		select {
 		case m, ok := <-in:
 			if !ok {
-				return batch
+				return batch, nil
 			}
+			n := len(batch)
 			batch = bus.Drain(in, append(batch, m), max)
+			if each != nil {
+				if err := each(batch[n:]); err != nil {
+					return batch, err
+				}
+			}
 		case <-t.C:
-			return batch
+			return batch, nil
 		case <-flush.C():
-			return batch
+			return batch, nil
 		case <-ctx.Done():
-			return batch
+			return batch, nil
 		}
 	}
-	return batch
+	return batch, nil
 }
 
 // flushSignal ends the lingering of a sink's batches for good: Now is
