@@ -91,8 +91,8 @@ const batchMax = 512
 // syncEvery is the longest a message waits for the rest of its batch: a
 // sink syncs its file (and acknowledges) once per batch, so under a steady
 // flow of pages it syncs about once a second instead of once per page or
-// two. Nothing in the crawl waits for a sink.
-const syncEvery = time.Second
+// two. Nothing in the crawl waits for a sink. A variable for tests.
+var syncEvery = time.Second
 
 // gather waits for a first message, then collects more until max messages
 // or linger after the first, or until in closes or ctx ends; nil when ctx
@@ -182,6 +182,9 @@ type writer interface {
 }
 
 // run pulls from c and hands batches to w until ctx ends, then closes w.
+// A batch is written as its messages come (gatherEach), so its end costs
+// only the sync: the last batch of a crawl, a second of pages to compress,
+// used to be written while the run's exit waited for it.
 func run(ctx context.Context, c jetstream.Consumer, w writer, flush *flushSignal, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
 	msgs, err := bus.PullBatches(ctx, c, batchMax)
 	if err != nil {
@@ -189,34 +192,64 @@ func run(ctx context.Context, c jetstream.Consumer, w writer, flush *flushSignal
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	batches := make(chan []jetstream.Msg)
+	var mu sync.Mutex // w: written as batches gather, synced and rotated here
+	batches := make(chan gathered)
 	go func() {
 		defer close(batches)
 		for {
-			b := gather(ctx, msgs, batchMax, syncEvery, flush)
-			if b == nil {
+			var g gathered
+			g.batch, g.err = gatherEach(ctx, msgs, batchMax, syncEvery, flush, func(part []jetstream.Msg) error {
+				mu.Lock()
+				defer mu.Unlock()
+				bad, err := w.write(part)
+				for m, why := range bad {
+					if g.bad == nil {
+						g.bad = map[jetstream.Msg]error{}
+					}
+					g.bad[m] = why
+				}
+				return err
+			})
+			if g.batch == nil {
 				return
 			}
-			batches <- b
+			batches <- g
 		}
 	}()
 	work := context.WithoutCancel(ctx)
 	for {
 		select {
-		case b, ok := <-batches:
+		case g, ok := <-batches:
 			if !ok {
+				mu.Lock()
+				defer mu.Unlock()
 				return w.close()
 			}
-			if err := handle(work, ctx, b, w, dlq, stats, log); err != nil {
+			if err := handle(work, ctx, g, w, &mu, dlq, stats, log); err != nil {
+				mu.Lock()
+				defer mu.Unlock()
 				w.close()
 				return err
 			}
 		case <-tick.C:
-			if err := w.rotateIfDue(); err != nil {
+			mu.Lock()
+			err := w.rotateIfDue()
+			mu.Unlock()
+			if err != nil {
 				log.Error("completing a file", "err", err)
 			}
 		}
 	}
+}
+
+// gathered is a batch as gatherEach wrote it: the messages that cannot be
+// archived (bad), and err when a part's write failed, after which the batch
+// is written again whole (a record may then be in the archive twice, as
+// after a crash: at least once).
+type gathered struct {
+	batch []jetstream.Msg
+	bad   map[jetstream.Msg]error
+	err   error
 }
 
 // starting is the error of a step that starts a sink: none when ctx ended
@@ -229,25 +262,31 @@ func starting(ctx context.Context, err error) error {
 	return err
 }
 
-// handle writes one batch and acknowledges it once durable; failures to
-// write are retried (the messages held meanwhile) until ctx ends.
-func handle(work, ctx context.Context, b []jetstream.Msg, w writer, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
-	var bad map[jetstream.Msg]error
+// handle makes one batch durable and acknowledges it: a sync, or, when a
+// part's write failed, the whole batch written again and synced; failures
+// are retried (the messages held meanwhile) until ctx ends.
+func handle(work, ctx context.Context, g gathered, w writer, mu *sync.Mutex, dlq bus.DeadLetters, stats *Stats, log *slog.Logger) error {
+	bad := g.bad
 	err := bus.Retry(ctx, "archive write", log.Warn, func() {
-		for _, m := range b {
+		for _, m := range g.batch {
 			_ = m.InProgress()
 		}
 	}, func() error {
-		var err error
-		if bad, err = w.write(b); err != nil {
-			return err
+		mu.Lock()
+		defer mu.Unlock()
+		if g.err != nil {
+			var err error
+			if bad, err = w.write(g.batch); err != nil {
+				return err
+			}
+			g.err = nil // written: only the sync is left to retry
 		}
 		return w.sync()
 	})
 	if err != nil {
 		return nil // stopping: the batch is redelivered to the next replica
 	}
-	for _, m := range b {
+	for _, m := range g.batch {
 		if why, ok := bad[m]; ok {
 			stats.Parked.Add(1)
 			dlq.ParkOrLog(work, m, why.Error(), log)
