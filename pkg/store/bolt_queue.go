@@ -45,11 +45,16 @@ func (b *Bolt) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error)
 }
 
 // applyTx is Apply within tx; see Frontier.Apply.
-func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, done []Done) (bool, error) {
-	var last uint64
+// appliedSeq is the apply number of partition p's last applied batch.
+func appliedSeq(tx *bolt.Tx, p int) uint64 {
 	if old := readPart(tx, p); old != nil {
-		last = getU64(old.Bucket(bucketMeta), metaApplied)
+		return getU64(old.Bucket(bucketMeta), metaApplied)
 	}
+	return 0
+}
+
+func (b *Bolt) applyTx(tx *bolt.Tx, p int, seq uint64, items []encodedQueued, done []Done) (bool, error) {
+	last := appliedSeq(tx, p)
 	if seq <= last {
 		return false, nil // a replay of a batch already applied
 	}

@@ -56,10 +56,24 @@ import (
 // report waits for the write that records its task); the rest wait for
 // company, so that a crawl whose tasks leave from reservations commits once
 // per interval, not once per page.
+//
+// A chained write (updateEarly with chain set: a frontier partition whose
+// host, crawled without a delay, will send the step recording its next task
+// within a turnaround) keeps its group's transaction open after the group's
+// functions have run: a write that arrives within lingerGap runs in it at
+// once, and so on, until none comes, interval has passed since the
+// transaction began, maxGroup writes are in it, a write whose caller waits
+// for the commit and cannot wait (urgent, not chained) joins it, or the
+// store closes. (hurry does not end it: what a partition hurries for waits
+// for a function to run, which it does at once in an open transaction.) One host crawled without a delay then costs a
+// commit for every few pages instead of one per page, and its steps no
+// longer wait for each other's commit (docs/frontier.md, "Steps chained in
+// one transaction").
 type groupCommit struct {
 	db       *bolt.DB
 	flush    func(*bolt.Tx) error // ends every group's transaction (the page budget), if set
 	interval time.Duration        // least time between commit starts while paced (<= 0: never paced)
+	gap      time.Duration        // lingerGap; a field for tests, guarded by mu
 	paceFrom int                  // a group this large paces the next one
 
 	mu      sync.Mutex
@@ -70,6 +84,9 @@ type groupCommit struct {
 	full    chan struct{} // a token when pending reaches maxGroup
 	urgent  chan struct{} // a token when an early write is pending
 	closing chan struct{} // closed by close
+	// arrived is closed by enqueue when a write arrives while the leader
+	// lingers in an open transaction; guarded by mu.
+	arrived chan struct{}
 
 	// The leader's: handed from one leader to the next under mu.
 	last     time.Time     // when the previous commit started
@@ -83,7 +100,7 @@ type groupCommit struct {
 }
 
 func newGroupCommit(db *bolt.DB, interval time.Duration, paceFrom int) *groupCommit {
-	g := &groupCommit{db: db, interval: interval, paceFrom: max(paceFrom, 2), probeGap: probeEvery,
+	g := &groupCommit{db: db, interval: interval, gap: lingerGap, paceFrom: max(paceFrom, 2), probeGap: probeEvery,
 		full: make(chan struct{}, 1), urgent: make(chan struct{}, 1), closing: make(chan struct{})}
 	g.idle.L = &g.mu
 	return g
@@ -95,6 +112,7 @@ type groupCall struct {
 	ran    chan struct{} // early writes: closed once fn ran in the group's transaction
 	told   bool          // ran is closed; the leader's
 	urgent bool          // ends a pacing wait; guarded by mu
+	chain  bool          // its caller does not wait for the commit and writes again soon: linger
 }
 
 // maxGroup bounds the functions of one transaction.
@@ -106,6 +124,11 @@ const (
 	probeEvery    = time.Second
 	maxProbeEvery = 8 * time.Second
 )
+
+// lingerGap is how long an open transaction waits for a chained write's
+// successor: a host's turnaround and the partition's step, with room for a
+// busy machine.
+const lingerGap = 5 * time.Millisecond
 
 // update runs fn in a write transaction shared with whoever else is waiting;
 // an urgent one ends a pacing wait (its caller has nothing else to do
@@ -128,8 +151,11 @@ func (g *groupCommit) update(fn func(*bolt.Tx) error, urgent bool) error {
 // same state, and must not write what ran reads unguarded. An urgent write
 // does not wait for pacing; one that is not waits like any other until
 // hurry says its caller needs it.
-func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func(), urgent bool) error {
-	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{}), urgent: urgent}
+//
+// A chained write (chain) lingers: its group's transaction stays open for
+// the caller's next write (see groupCommit).
+func (g *groupCommit) updateEarly(fn func(*bolt.Tx) error, ran func(), urgent, chain bool) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1), ran: make(chan struct{}), urgent: urgent, chain: chain}
 	if g.enqueue(c) {
 		go g.lead() // this goroutine is to act on the results meanwhile
 	}
@@ -160,6 +186,10 @@ func (g *groupCommit) enqueue(c *groupCall) bool {
 	}
 	if c.urgent {
 		g.signalUrgent()
+	}
+	if g.arrived != nil {
+		close(g.arrived) // the leader lingers in an open transaction: run it there
+		g.arrived = nil
 	}
 	lead := !g.leading
 	g.leading = true
@@ -196,6 +226,10 @@ func (g *groupCommit) close() {
 	if !g.closed {
 		g.closed = true
 		close(g.closing)
+	}
+	if g.arrived != nil {
+		close(g.arrived)
+		g.arrived = nil
 	}
 	for g.leading {
 		g.idle.Wait()
@@ -303,12 +337,33 @@ func hasUrgent(calls []*groupCall) bool {
 
 // run commits group in one transaction. A function that fails rolls the
 // transaction back: it gets its error alone and the others run again. An
-// early write hears that its function ran as soon as it did.
+// early write hears that its function ran as soon as it did. A chained write
+// keeps the transaction open for the writes that follow it (linger); a
+// group run again after a failure is run as it stands, without lingering.
 func (g *groupCommit) run(group []*groupCall) {
+	g.mu.Lock()
+	linger := g.interval > 0 && !mustCommit(group)
+	g.mu.Unlock()
 	for len(group) > 0 {
 		failed := -1
 		err := g.db.Update(func(tx *bolt.Tx) error {
-			for i, c := range group {
+			began := time.Now()
+			chain := false
+			for i := 0; ; i++ {
+				if i == len(group) {
+					if !linger || !chain {
+						break
+					}
+					more, last := g.await(began, maxGroup-len(group))
+					group = append(group, more...)
+					if last {
+						linger = false
+					}
+					if len(more) == 0 {
+						break
+					}
+				}
+				c := group[i]
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i
 					return err
@@ -316,6 +371,9 @@ func (g *groupCommit) run(group []*groupCall) {
 				if c.ran != nil && !c.told {
 					c.told = true
 					close(c.ran)
+				}
+				if c.ran != nil {
+					chain = c.chain // the partition's latest word on its next write
 				}
 			}
 			if g.flush != nil {
@@ -326,6 +384,7 @@ func (g *groupCommit) run(group []*groupCall) {
 		if failed >= 0 {
 			group[failed].done <- err
 			group = append(group[:failed:failed], group[failed+1:]...)
+			linger = false
 			continue
 		}
 		if err == nil {
@@ -337,6 +396,69 @@ func (g *groupCommit) run(group []*groupCall) {
 		}
 		return
 	}
+}
+
+// await waits, in an open transaction begun at began, for up to room more
+// writes: until some are pending (it takes them), lingerGap passes without
+// one, interval has passed since began, or the store closes (none then).
+// last reports that the transaction is to commit after the writes taken: one
+// of them must not wait (mustCommit).
+func (g *groupCommit) await(began time.Time, room int) (more []*groupCall, last bool) {
+	if room <= 0 {
+		return nil, true
+	}
+	g.mu.Lock()
+	end := time.Now().Add(g.gap)
+	g.mu.Unlock()
+	if e := began.Add(g.interval); e.Before(end) {
+		end = e
+	}
+	for {
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			return nil, true
+		}
+		if len(g.pending) > 0 {
+			n := min(len(g.pending), room)
+			more = append(more, g.pending[:n]...)
+			g.pending = append(g.pending[:0], g.pending[n:]...)
+			last = mustCommit(more)
+			g.mu.Unlock()
+			return more, last
+		}
+		d := time.Until(end)
+		if d <= 0 {
+			g.mu.Unlock()
+			return nil, true
+		}
+		arrived := make(chan struct{})
+		g.arrived = arrived
+		g.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-arrived:
+			t.Stop()
+		case <-t.C:
+			g.mu.Lock()
+			if g.arrived == arrived {
+				g.arrived = nil
+			}
+			g.mu.Unlock()
+		}
+	}
+}
+
+// mustCommit reports whether a write of calls has a caller that waits for
+// the commit with nothing else to do (urgent and not chained: a partition
+// loading, a pop the loop waits for); mu held.
+func mustCommit(calls []*groupCall) bool {
+	for _, c := range calls {
+		if c.urgent && !c.chain {
+			return true
+		}
+	}
+	return false
 }
 
 // safeCall turns a panic in fn into an error for its caller alone, instead

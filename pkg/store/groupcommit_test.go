@@ -315,7 +315,7 @@ func TestGroupCommitEarlyWriteIsNotPaced(t *testing.T) {
 		}, func() {
 			ranAt = time.Since(start)
 			commitsAtRan = g.commits.Load()
-		}, true)
+		}, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestGroupCommitEarlyWriteFails(t *testing.T) {
 	b := openGroupTest(t, -1)
 	boom := errors.New("boom")
 	ran := false
-	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }, true); !errors.Is(err, boom) || ran {
+	if err := b.writes.updateEarly(func(*bolt.Tx) error { return boom }, func() { ran = true }, true, false); !errors.Is(err, boom) || ran {
 		t.Fatalf("err %v, ran %v", err, ran)
 	}
 }
@@ -384,7 +384,7 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 			hears++
 			mu.Unlock()
 			close(heard)
-		}, true)
+		}, true, false)
 	}()
 	waitPending(t, g, 1)
 	boom := errors.New("boom")
@@ -421,6 +421,12 @@ func TestGroupCommitEarlyWriteHearsBeforeItsGroupEnds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func (g *groupCommit) setGap(d time.Duration) {
+	g.mu.Lock()
+	g.gap = d
+	g.mu.Unlock()
 }
 
 // waitPending waits until n writes wait for the next group.
@@ -560,7 +566,7 @@ func TestGroupCommitEarlyWriteWaitsUnlessHurried(t *testing.T) {
 			done <- g.updateEarly(func(tx *bolt.Tx) error {
 				_, err := tx.CreateBucketIfNotExists([]byte("early"))
 				return err
-			}, func() { ranAt = time.Since(start) }, false)
+			}, func() { ranAt = time.Since(start) }, false, false)
 		}()
 		if hurry {
 			waitPending(t, g, 1)
@@ -707,5 +713,112 @@ func TestLoadOfAnEmptyPartitionDoesNotCommit(t *testing.T) {
 	}
 	if st, err := b.Load(ctx, 7); err != nil || st.Applied != 1 || len(st.Hosts) != 1 {
 		t.Errorf("Load after a write: %+v, %v", st, err)
+	}
+}
+
+// Chained writes share a transaction: a write that arrives while a chained
+// write's transaction lingers runs in it at once and hears its results
+// before anything commits; the chain ends with a write that does not ask
+// to linger, and one commit makes them all durable.
+func TestChainedWritesShareATransaction(t *testing.T) {
+	b := openGroupTest(t, 10*time.Second)
+	g := b.writes
+	g.setGap(10 * time.Second) // the test, not the clock, ends the lingering
+	bucket := func(name string) func(*bolt.Tx) error {
+		return func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte(name)); return err }
+	}
+	before := g.commits.Load()
+	errs := make(chan error, 3)
+	var write func(i int)
+	write = func(i int) {
+		errs <- g.updateEarly(bucket(fmt.Sprint("chain", i)), func() {
+			if n := g.commits.Load(); n != before {
+				t.Errorf("write %d heard its results after %d commits", i, n-before)
+			}
+			if i < 2 {
+				go write(i + 1) // the next step, once this one ran
+			}
+		}, true, i < 2)
+	}
+	go write(0)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.commits.Load() - before; n != 1 {
+		t.Errorf("%d commits for a chain of three writes, want 1", n)
+	}
+	if err := b.db.View(func(tx *bolt.Tx) error {
+		for i := range 3 {
+			if tx.Bucket([]byte(fmt.Sprint("chain", i))) == nil {
+				return fmt.Errorf("write %d not committed", i)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lingering transaction commits at once for a write whose caller waits
+// for the commit with nothing else to do (a partition loading, a pop the
+// loop waits for), and lingers no longer than lingerGap without a write.
+func TestLingerEndsForACallerThatWaits(t *testing.T) {
+	b := openGroupTest(t, 10*time.Second)
+	g := b.writes
+	g.setGap(10 * time.Second)
+	ran := make(chan struct{})
+	chained := make(chan error, 1)
+	go func() {
+		chained <- g.updateEarly(func(*bolt.Tx) error { return nil }, func() { close(ran) }, true, true)
+	}()
+	<-ran // its transaction now lingers, for up to ten seconds
+	waiting := make(chan error, 1)
+	go func() { waiting <- g.update(func(*bolt.Tx) error { return nil }, true) }()
+	for _, c := range []chan error{waiting, chained} {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a write whose caller waits did not end the lingering")
+		}
+	}
+
+	g.setGap(50 * time.Millisecond) // no write comes: the gap ends it
+	start := time.Now()
+	if err := g.updateEarly(func(*bolt.Tx) error { return nil }, func() {}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a chained write with no successor committed after %v", took)
+	}
+}
+
+// A step written After one that is not in the store (its group failed)
+// changes nothing and says so.
+func TestStepAfterAMissingStepFails(t *testing.T) {
+	b := openGroupTest(t, -1)
+	ctx := context.Background()
+	q := []Queued{{Host: "a.test", Link: messages.Link{URL: "http://a.test/1"}, Attempt: 1}}
+	if _, err := b.Step(ctx, 0, StepRequest{Seq: 1, Enqueue: q}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Step(ctx, 0, StepRequest{Seq: 3, After: true, Enqueue: []Queued{{Host: "a.test", Link: messages.Link{URL: "http://a.test/2"}, Attempt: 1}}})
+	if !errors.Is(err, ErrChainBroken) {
+		t.Fatalf("step 3 after a missing step 2: %v, want ErrChainBroken", err)
+	}
+	res, err := b.Step(ctx, 0, StepRequest{Seq: 2, After: true, Enqueue: []Queued{{Host: "a.test", Link: messages.Link{URL: "http://a.test/3"}, Attempt: 1}}})
+	if err != nil || !res.Applied {
+		t.Fatalf("step 2 after step 1: %+v, %v", res, err)
+	}
+	st, err := b.Stats(ctx, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Queued != 2 {
+		t.Errorf("%d URLs queued, want 2 (the broken step's left out)", st.Queued)
 	}
 }

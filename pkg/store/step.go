@@ -29,7 +29,20 @@ type StepRequest struct {
 	// published from a reservation): an Early store commits it without
 	// waiting for company. Other stores ignore it.
 	Hurry bool
+	// Chain: the caller does not wait for this step's commit and will
+	// write its next step within a host's turnaround: an Early store keeps
+	// the transaction open for it (lingers). Other stores ignore it.
+	Chain bool
+	// After: the caller started this step before its previous one (this
+	// Seq - 1) committed; it applies only on top of that one, and fails
+	// with ErrChainBroken (changing nothing) if that one is not in the
+	// store: its group failed, and the caller must reload.
+	After bool
 }
+
+// ErrChainBroken is the error of a step written After a step that is not in
+// the store (see StepRequest.After).
+var ErrChainBroken = errors.New("store: the step before this one is not in the store")
 
 // StepResult is what a step did: Applied is false when the batch was applied
 // before (the store is ahead of the caller's memory; nothing changed), and
@@ -153,6 +166,9 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 			res = out
 			mu.Unlock()
 		}()
+		if r.After && appliedSeq(tx, p) != r.Seq-1 {
+			return ErrChainBroken
+		}
 		if out.Applied, err = b.applyTx(tx, p, r.Seq, items, r.Done); err != nil || !out.Applied {
 			return err
 		}
@@ -173,7 +189,7 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 			out := res
 			mu.Unlock()
 			early(out)
-		}, r.Hurry))
+		}, r.Hurry, r.Chain))
 	} else {
 		err = b.update(fn)
 		if err == nil && early != nil {
@@ -210,7 +226,7 @@ func (b *Bolt) PopEarly(ctx context.Context, p int, reqs []Issue, early func([]I
 			tasks := out
 			mu.Unlock()
 			early(tasks)
-		}, true)) // a pop's tasks have not gone out: its caller waits
+		}, true, false)) // a pop's tasks have not gone out: its caller waits
 	} else {
 		err = b.update(fn)
 	}
