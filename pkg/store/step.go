@@ -143,8 +143,9 @@ func (b *Bolt) Step(ctx context.Context, p int, r StepRequest) (StepResult, erro
 }
 
 // StepEarly is Step, calling early (unless nil) with the result before the
-// commit is durable; see Early. Only a step that issues is early, and it is
-// urgent for the group commit only when r.Hurry says so.
+// commit is durable; see Early. It is urgent for the group commit only when
+// r.Hurry says so, and chained (its transaction lingers for the next) when
+// r.Chain does.
 func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(StepResult)) (StepResult, error) {
 	if err := checkArgs(ctx, p); err != nil {
 		return StepResult{}, err
@@ -183,7 +184,7 @@ func (b *Bolt) StepEarly(ctx context.Context, p int, r StepRequest, early func(S
 		}
 		return err
 	}
-	if early != nil && len(r.Issue) > 0 {
+	if early != nil {
 		err = boltErr(b.writes.updateEarly(fn, func() {
 			mu.Lock()
 			out := res

@@ -768,9 +768,9 @@ func (s *slowCommits) StepEarly(ctx context.Context, p int, r store.StepRequest,
 // A done report that comes while the step recording its task commits goes
 // on at once: the host's next task is published from the reservation that
 // step read, before its commit returns (one host without a delay no longer
-// waits for two fsyncs a page). A third task waits: at most two of a host
-// are ahead of their durable record. Nothing is issued twice, and the store
-// ends empty.
+// waits for two fsyncs a page), and the step recording that task starts
+// then too, settled at its own hand-over: a host's steps do not wait for
+// each other's commits. Nothing is issued twice, and the store ends empty.
 // With --max-pages the same holds: a reserved task's budget is taken from
 // memory, without a step.
 func TestDoneBeforeItsTasksCommit(t *testing.T) {
@@ -801,15 +801,16 @@ func testDoneBeforeItsTasksCommit(t *testing.T, o Options) {
 	testutil.Eventually(t, 3*time.Second, "the first step's outcome", func() bool { return h.svc.Stats.Issued.Load() == 1 })
 	st.closed.Store(true)
 	h.done(a1, false)
-	a2 := next("http://a.example/2", 3*time.Second) // its step now waits at the gate
+	a2 := next("http://a.example/2", 3*time.Second) // its step's outcome now waits at the gate
 	h.done(a2, false)
 	a3 := next("http://a.example/3", time.Second) // before that step returns
 	h.done(a3, false)
+	a4 := next("http://a.example/4", time.Second) // and the next, while both wait
+	h.done(a4, false)
 	if task, _, ok := h.task(300 * time.Millisecond); ok {
-		t.Fatalf("%s issued with two tasks ahead of their record", task.URL)
+		t.Fatalf("a further task: %s", task.URL)
 	}
 	st.open()
-	h.done(next("http://a.example/4", 3*time.Second), false)
 	if task, _, ok := h.task(300 * time.Millisecond); ok {
 		t.Fatalf("a further task: %s", task.URL)
 	}
@@ -823,6 +824,55 @@ func testDoneBeforeItsTasksCommit(t *testing.T, o Options) {
 		}
 		return nil
 	})
+}
+
+// The steps a partition settles ahead of their commit are bounded
+// (maxAhead): with every commit's outcome held back, one host crawled
+// without a delay stops after that many, and goes on once they come. Every
+// URL is issued once.
+func TestStepsAheadOfTheirCommitAreBounded(t *testing.T) {
+	var st *slowCommits
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		st = &slowCommits{Bolt: b, gate: make(chan struct{})}
+		return st
+	})
+	defer st.open()
+	const n = maxAhead + 20
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://a.example/%03d", i)
+	}
+	h.enqueue(urls...)
+	seen := map[string]bool{}
+	take := func(within time.Duration) bool {
+		task, _, ok := h.task(within)
+		if !ok {
+			return false
+		}
+		if seen[task.URL] {
+			t.Fatalf("%s issued twice", task.URL)
+		}
+		seen[task.URL] = true
+		h.done(task, false)
+		return true
+	}
+	if !take(3 * time.Second) {
+		t.Fatal("no first task")
+	}
+	testutil.Eventually(t, 3*time.Second, "the first step's outcome", func() bool { return h.svc.Stats.Issued.Load() == 1 })
+	st.closed.Store(true)
+	for take(500 * time.Millisecond) {
+	}
+	t.Logf("%d tasks out while no step's commit came back", len(seen))
+	if got := len(seen); got > maxAhead+3 || got < 3 {
+		t.Fatalf("%d tasks out while no step's commit came back; want 3 to %d", got, maxAhead+3)
+	}
+	st.open()
+	for len(seen) < n && take(3*time.Second) {
+	}
+	if len(seen) != n {
+		t.Fatalf("%d of %d URLs issued", len(seen), n)
+	}
 }
 
 // A done report held for its task's record (the step recording it waits)

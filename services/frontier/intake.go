@@ -6,6 +6,7 @@ package frontier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -167,22 +168,48 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	// the group commit's pacing: that task's done report will soon wait
 	// for this commit. Otherwise the step waits for company (one commit
 	// per interval under load, not one per page).
-	hurry := false
+	//
+	// A step that issues for a host resting that briefly is also chained:
+	// the host's next step comes within a turnaround, and the embedded
+	// store keeps the transaction open for it. A step started while an
+	// earlier one has not committed is written After it.
+	hurry, chain := false, false
 	for _, r := range issues {
 		if r.Next == nil || !pt.published[r.Next.TaskID] || pt.restsBriefly(r.Host) {
 			hurry = true
 		}
+		if pt.restsBriefly(r.Host) {
+			chain = true
+		}
 	}
-	p := &pending{ev: make(chan stepEvent, 4), due: due, keep: keep, redel: redelivered, again: again, now: now,
-		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues, Hurry: hurry, Promote: promote}}
-	st, part, log := pt.s.o.Store, pt.p, pt.log
+	p := &pending{due: due, keep: keep, redel: redelivered, again: again, now: now,
+		req: store.StepRequest{Seq: pt.applied + 1, Enqueue: enq, Done: freed, Applied: seqs, Floor: floor, Issue: issues,
+			Hurry: hurry, Chain: chain, After: pt.committing > 0, Promote: promote}}
+	st, part, log, evs := pt.s.o.Store, pt.p, pt.log, pt.evs
 	go func() {
 		var res store.StepResult
-		err := bus.Retry(ctx, "apply intake", log.Warn, hold, func() (err error) {
-			res, err = store.StepEarly(ctx, st, part, p.req, func(r store.StepResult) { p.ev <- stepEvent{early: true, res: r} })
+		// A step is not tried again once its results were handed over (its
+		// commit failed: later steps may stand on it) or when it was
+		// written After a step that is not in the store: the partition
+		// restarts from the store instead.
+		heard := false
+		var final error
+		err := bus.Retry(ctx, "apply intake", log.Warn, hold, func() error {
+			r, err := store.StepEarly(ctx, st, part, p.req, func(r store.StepResult) {
+				heard = true
+				evs <- stepEvent{p: p, early: true, res: r}
+			})
+			if err != nil && (heard || errors.Is(err, store.ErrChainBroken)) {
+				final = err
+				return nil
+			}
+			res = r
 			return err
 		})
-		p.ev <- stepEvent{res: res, err: err}
+		if final != nil {
+			err = final
+		}
+		evs <- stepEvent{p: p, res: res, err: err}
 	}()
 	return p, nil
 }
@@ -216,8 +243,33 @@ func (pt *partition) holdAhead(m jetstream.Msg, fd messages.FetchDone) bool {
 }
 
 // stepped completes a step once it is durable (or found the store ahead):
-// the popped tasks in memory, the hand-backs, the acks.
+// settle, then the acks.
 func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResult) error {
+	if !res.Applied {
+		return pt.settle(ctx, p, res)
+	}
+	if err := pt.settle(ctx, p, res); err != nil {
+		return err
+	}
+	pt.ack(p)
+	return nil
+}
+
+// ack acknowledges a step's intake, once the step is durable.
+func (pt *partition) ack(p *pending) {
+	for _, m := range append(p.keep, p.redel...) {
+		_ = m.Ack()
+	}
+}
+
+// settle completes a step in memory: the popped tasks, the hand-backs, the
+// held reports its tasks release. An early store's step is settled at its
+// hand-over, before its commit (its results are final then unless the
+// commit fails, and then the partition restarts from the store), so the
+// partition's next step need not wait for this one's commit: with
+// chained steps one transaction records several in turn. A step that found
+// the store ahead of memory reloads.
+func (pt *partition) settle(ctx context.Context, p *pending, res store.StepResult) error {
 	if !res.Applied {
 		// The store is ahead of memory: another owner applied batches.
 		// Trust the store, and see the batch again. What waits for the
@@ -248,9 +300,6 @@ func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResu
 		if err := pt.deferred(ctx, fd); err != nil {
 			return err
 		}
-	}
-	for _, m := range append(p.keep, p.redel...) {
-		_ = m.Ack()
 	}
 	// Done reports of tasks now recorded may go to the next step.
 	held := pt.held[:0]

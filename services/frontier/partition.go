@@ -90,6 +90,12 @@ type partition struct {
 	// promoteAt: when to look for more (revisit.go).
 	promote   []store.Scheduled
 	promoteAt time.Time
+
+	// evs carries the steps' events (early hand-over, outcome) to the
+	// loop; committing counts the steps settled at their hand-over whose
+	// commit has not yet come (early stores: see settle).
+	evs        chan stepEvent
+	committing int
 }
 
 // preDone is a done report taken while a step was pending: its host was
@@ -110,22 +116,29 @@ type heldDone struct {
 }
 
 // pending is a step running on its own goroutine; its early hand-over
-// and its outcome come back to the loop on ev, in that order.
+// and its outcome come back to the loop on partition.evs, in that order.
 type pending struct {
-	ev          chan stepEvent
 	req         store.StepRequest
 	due         []string
 	keep, redel []jetstream.Msg
 	again       []messages.FetchDone
 	now         time.Time
 	sent        bool
+	settled     bool // completed at its hand-over; its outcome only acks (settle)
 }
 
 type stepEvent struct {
+	p     *pending
 	early bool
 	res   store.StepResult
 	err   error
 }
+
+// maxAhead bounds a partition's steps settled at their hand-over and not
+// yet committed: the tasks a crash can leave published ahead of their
+// record, per partition (docs/frontier.md, "Steps chained in one
+// transaction").
+const maxAhead = 64
 
 func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	work := context.WithoutCancel(ctx) // finish the step in hand on shutdown
@@ -146,12 +159,29 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	defer stopPull()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var pend *pending // the step in progress, if any: one at a time
-	// finish waits for the pending step's outcome and completes it.
+	pt.evs = make(chan stepEvent, 2*maxAhead+8)
+	var pend *pending // the step not yet settled, if any: one at a time
+	// abandon waits for every step in progress to end, ignoring their
+	// results, before the loop returns an error: a restart reloads from the
+	// store, which no step of this run may write after that.
+	abandon := func(err error) error {
+		for pend != nil || pt.committing > 0 {
+			e := <-pt.evs
+			switch {
+			case e.early:
+			case e.p == pend:
+				pend = nil
+			case e.p.settled:
+				pt.committing--
+			}
+		}
+		return err
+	}
+	// finish waits for the steps' outcomes and completes them.
 	finish := func() error {
-		for pend != nil {
-			if err := pt.event(work, &pend, <-pend.ev); err != nil {
-				return err
+		for pend != nil || pt.committing > 0 {
+			if err := pt.event(work, &pend, <-pt.evs); err != nil {
+				return abandon(err)
 			}
 		}
 		return nil
@@ -159,7 +189,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	stop := func() error {
 		// Finish the step in hand and what waits for the next one, so
 		// a clean stop leaves no task published unrecorded.
-		for pend != nil || len(pt.pre) > 0 {
+		for pend != nil || pt.committing > 0 || len(pt.pre) > 0 {
 			if err := finish(); err != nil {
 				return err
 			}
@@ -168,7 +198,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 				pt.carry, pt.pre = nil, nil
 				var err error
 				if pend, err = pt.apply(work, batch, pre); err != nil {
-					return err
+					return abandon(err)
 				}
 			}
 		}
@@ -176,9 +206,9 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	for {
 		now := time.Now()
-		if pend == nil {
+		if pend == nil && pt.committing < maxAhead {
 			if err := pt.expireLeases(work, now); err != nil {
-				return err
+				return abandon(err)
 			}
 			// Due hosts with a reservation go out now and are recorded
 			// by a step that waits for company; the others are popped
@@ -186,7 +216,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 			pt.takeDue(work, now)
 			pt.reschedule(now)
 			if err := pt.lookForRevisits(work, now); err != nil {
-				return err
+				return abandon(err)
 			}
 			var err error
 			if len(pt.carry) > 0 || len(pt.pre) > 0 || len(pt.promote) > 0 {
@@ -197,7 +227,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 				err = pt.issueDue(work, now)
 			}
 			if err != nil {
-				return err
+				return abandon(err)
 			}
 			if pend != nil && !pt.s.early {
 				if err := finish(); err != nil {
@@ -206,16 +236,19 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 				continue
 			}
 		}
-		if pend != nil {
+		busy := pend != nil || pt.committing >= maxAhead // no new step now
+		if busy {
 			pt.takeDue(work, now)
 		}
 		pt.gauge(now)
 		wake := pt.nextWake(now)
 		in, ev := msgs, (<-chan stepEvent)(nil)
-		if pend != nil {
-			// The step's outcome wakes the loop too; leases wait for it.
+		if pend != nil || pt.committing > 0 {
+			ev = pt.evs // the steps' events wake the loop too
+		}
+		if busy {
+			// Leases wait for the step.
 			wake = pt.nextDue(now)
-			ev = pend.ev
 			if len(pt.carry)+len(pt.pre)+len(pt.held) >= maxBatch {
 				in = nil // enough for the next step
 			}
@@ -229,10 +262,10 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 				return stop()
 			}
 			batch := bus.Drain(in, []jetstream.Msg{m}, maxBatch)
-			if pend == nil {
+			if !busy {
 				p, err := pt.apply(work, batch, nil)
 				if err != nil {
-					return err
+					return abandon(err)
 				}
 				pend = p
 				if pend != nil && !pt.s.early {
@@ -245,25 +278,48 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 			pt.take(work, batch, time.Now())
 		case e := <-ev:
 			if err := pt.event(work, &pend, e); err != nil {
-				return err
+				return abandon(err)
 			}
 		case <-timer.C:
 		}
 	}
 }
 
-// event handles one event of the pending step: its early hand-over
-// (publish the tasks) or its outcome (complete it; *pend becomes nil).
+// event handles one event of a step: its early hand-over (publish the
+// tasks; with an early store, settle the step: *pend becomes nil and the
+// next step may start) or its outcome (complete it, or only ack what a
+// settled step applied).
 func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) error {
-	p := *pend
+	p := e.p
 	if e.early {
+		if p.settled {
+			return nil
+		}
 		if pt.publishEarly(ctx, e.res.Tasks) {
 			p.sent = true
 		}
 		pt.recordedEarly(ctx, e.res.Tasks)
+		if !pt.s.early || !e.res.Applied {
+			return nil // the outcome completes it (a store ahead reloads)
+		}
+		if *pend == p {
+			*pend = nil
+		}
+		p.settled = true
+		pt.committing++
+		return pt.settle(ctx, p, e.res)
+	}
+	if *pend == p {
+		*pend = nil
+	}
+	if p.settled {
+		pt.committing--
+		if e.err != nil {
+			return e.err // the step was not committed: restart from the store
+		}
+		pt.ack(p)
 		return nil
 	}
-	*pend = nil
 	if e.err != nil {
 		return e.err
 	}
