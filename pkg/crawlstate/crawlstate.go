@@ -238,16 +238,22 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 
 // NextLook is how long Wait waits after snapshot s (prev: the one before,
 // nil at the first look) when it looks every `every`: confirmAfter after an
-// idle one; near the end, when the work left would be done at the pace
-// since prev before a whole interval, about when it would be (at least
-// tailEvery later), so that the end is seen soon after it comes, not up to
-// an interval later (~60 ms of a one-host crawl of 600 pages). The first look
+// idle one; near the end (at most nearEndMost left), halfway to when the
+// work left would be done at the pace since prev (at least tailEvery
+// later), so that the end is seen soon after it comes, not up to an
+// interval later (~60 ms of a one-host crawl of 600 pages). Halfway: what
+// is left counts messages (a frontier message may hold many links) as well
+// as pages, so the estimate runs long. The first look
 // compares with nothing: a crawl of a few pages may be over before a second
 // one, and a whole interval would then be most of its run.
 func NextLook(prev *Snapshot, s Snapshot, every time.Duration) time.Duration {
 	switch {
-	case s.Idle():
+	case s.Idle() && (prev == nil || !prev.Idle()):
 		return min(every, confirmAfter)
+	case s.Idle():
+		// Idle twice but something moved between: a trickle, not a
+		// confirmation to come at once.
+		return min(every, tailEvery)
 	case prev == nil:
 		if s.left() <= nearEndFirst {
 			return min(every, tailEvery)
@@ -264,7 +270,7 @@ func NextLook(prev *Snapshot, s Snapshot, every time.Duration) time.Duration {
 		return every
 	}
 	eta := time.Duration(float64(dt) * float64(left) / float64(fetched))
-	return min(every, max(eta, tailEvery))
+	return min(every, max(eta/2, tailEvery))
 }
 
 // nearEndFirst is NearEnd at the first look, which has no pace to compare
@@ -274,7 +280,7 @@ const nearEndFirst = 64
 
 // How soon Wait looks again after an idle snapshot, and near the end.
 const (
-	confirmAfter = 5 * time.Millisecond
+	confirmAfter = time.Millisecond
 	tailEvery    = 10 * time.Millisecond
 )
 

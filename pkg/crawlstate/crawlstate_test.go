@@ -116,7 +116,8 @@ func TestNextLookAfterTheFirst(t *testing.T) {
 		{"first look, one seed queued", nil, oneSeed, 10 * time.Millisecond},
 		{"first look, a task out and two queued", nil, started, 10 * time.Millisecond},
 		{"first look, 5,000 queued", nil, large, every},
-		{"first look, idle", nil, crawlstate.Snapshot{}, 5 * time.Millisecond},
+		{"first look, idle", nil, crawlstate.Snapshot{}, time.Millisecond},
+		{"idle again, but something moved", &crawlstate.Snapshot{}, crawlstate.Snapshot{Parsed: crawlstate.StreamState{LastSeq: 1}}, 10 * time.Millisecond},
 		{"second look, 5,000 still queued", &large, large, every},
 	} {
 		if got := crawlstate.NextLook(c.prev, c.s, every); got != c.want {
@@ -142,7 +143,8 @@ func TestNextLookAtThePace(t *testing.T) {
 		prev, s  crawlstate.Snapshot
 		from, to time.Duration // the next look falls within
 	}{
-		{"43 left at 20 pages in 22 ms", at(0, 636, 60, 1), at(22*time.Millisecond, 656, 42, 1), 45 * time.Millisecond, 49 * time.Millisecond},
+		{"43 left at 20 pages in 22 ms", at(0, 636, 60, 1), at(22*time.Millisecond, 656, 42, 1), 22 * time.Millisecond, 25 * time.Millisecond},
+		{"160 left at 130 pages in 100 ms", at(0, 500, 290, 1), at(100*time.Millisecond, 630, 159, 1), 60 * time.Millisecond, 63 * time.Millisecond},
 		{"3 left at 70 pages in 100 ms", at(0, 600, 70, 1), at(100*time.Millisecond, 670, 2, 1), 10 * time.Millisecond, 10 * time.Millisecond},
 		{"300 left at 70 pages in 100 ms", at(0, 300, 370, 1), at(100*time.Millisecond, 370, 299, 1), every, every},
 		{"5,000 left at a fast pace", at(0, 0, 8000, 16), at(100*time.Millisecond, 3000, 5000, 16), every, every},
