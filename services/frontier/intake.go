@@ -245,11 +245,8 @@ func (pt *partition) holdAhead(m jetstream.Msg, fd messages.FetchDone) bool {
 // stepped completes a step once it is durable (or found the store ahead):
 // settle, then the acks.
 func (pt *partition) stepped(ctx context.Context, p *pending, res store.StepResult) error {
-	if !res.Applied {
-		return pt.settle(ctx, p, res)
-	}
-	if err := pt.settle(ctx, p, res); err != nil {
-		return err
+	if err := pt.settle(ctx, p, res); err != nil || !res.Applied {
+		return err // a store ahead reloaded: the batch comes again
 	}
 	pt.ack(p)
 	return nil
