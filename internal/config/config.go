@@ -127,7 +127,7 @@ type Config struct {
 	DedupStaticFile   string  // --dedup-static-file: fingerprints for the static cache
 	DedupExpectedURLs int     // --dedup-expected-urls: crawl size the Bloom filters are sized for
 	DedupBloomFP      float64 // --dedup-bloom-fp: target false-positive rate, default 0.01
-	SplitterCacheSize int     // --splitter-cache-size: links a parser remembers sending, default 50000 (0: off)
+	SplitterCacheSize int     // --splitter-cache-size: links a parser remembers sending, default 500000 (0: off)
 	TraceDir          string  // --trace-dir: record fingerprint traces for `trawler cachesim` here (empty: off)
 
 	// Delivery.

@@ -94,7 +94,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.DedupStaticFile, "dedup-static-file", "", "file of the most frequent fingerprints of an earlier crawl, for --dedup-cache static")
 	fs.IntVar(&c.DedupExpectedURLs, "dedup-expected-urls", 10_000_000, "distinct URLs the crawl is expected to see; sizes the Bloom filters")
 	fs.Float64Var(&c.DedupBloomFP, "dedup-bloom-fp", 0.01, "Bloom filter false-positive rate at --dedup-expected-urls")
-	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 50000, "recently sent links a parser holds back instead of sending again (0: off)")
+	fs.IntVar(&c.SplitterCacheSize, "splitter-cache-size", 500000, "recently sent links a parser holds back instead of sending again (0: off)")
 	fs.StringVar(&c.TraceDir, "trace-dir", "", "record URL fingerprint traces in this directory for 'trawler cachesim': dedup's full trace and the parser's cross subtrace (empty: off)")
 	fs.IntVar(&c.MaxDeliver, "max-deliver", 10, "deliveries of a failing message before it goes to the dead-letter subject")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", 2*time.Minute, "JetStream duplicate window (Nats-Msg-Id) of the streams: a publish replayed within it is stored once; the NATS server keeps every ID this long (about 230 bytes each; link batches at most 5s)")

@@ -68,7 +68,7 @@ func TestRecentHoldsBackOnlyCommittedLinks(t *testing.T) {
 // the paper's cache in front of the host splitter, on a link stream with the
 // paper's locality, per cache size.
 func BenchmarkRecentSavings(b *testing.B) {
-	for _, size := range []int{1000, 10_000, 50_000} {
+	for _, size := range []int{1000, 10_000, 50_000, 500_000} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				ls := linkstream.New(linkstream.Options{Seed: 3})
