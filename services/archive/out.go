@@ -24,6 +24,11 @@ import (
 // ConsumerOut is the durable consumer of `trawler run --out`.
 const ConsumerOut = "out"
 
+// maxKeptLineBuf bounds the buffer the writer keeps between parts: a part
+// of many large documents is written from a buffer of its own, left to the
+// collector.
+const maxKeptLineBuf = 1 << 20
+
 // Defaults of OutOptions.
 const (
 	DefaultOutEvery    = time.Second
@@ -84,6 +89,7 @@ type Out struct {
 	// stopped is closed when Run returns.
 	stopped chan struct{}
 	flush   *flushSignal // Drain: the crawl has finished, write batches at once
+	buf     []byte       // the lines of a part, before they are written (append)
 
 	Lines       atomic.Int64 // lines written
 	Checkpoints atomic.Int64 // batches made durable
@@ -289,11 +295,9 @@ type outBatch struct {
 // second of pages (a crawl's last batch is written while its end waits).
 // Lines past the checkpoint are what a crash leaves for recover to cut.
 func (w *Out) append(b *outBatch, part []jetstream.Msg) error {
-	size := 0
-	for _, m := range part {
-		size += len(m.Data()) + 1
-	}
-	buf := make([]byte, 0, size)
+	// One buffer for the writer's life: a part is mostly one page, and a
+	// new buffer for each was a fifteenth of the all-in-one's allocations.
+	buf := w.buf[:0]
 	for _, m := range part {
 		md, err := m.Metadata()
 		if err != nil || w.pos.has(md.Sequence.Stream) || slices.Contains(b.seqs, md.Sequence.Stream) {
@@ -308,6 +312,9 @@ func (w *Out) append(b *outBatch, part []jetstream.Msg) error {
 			continue
 		}
 		b.lines++
+	}
+	if cap(buf) <= maxKeptLineBuf {
+		w.buf = buf
 	}
 	if len(buf) == 0 {
 		return nil

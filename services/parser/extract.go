@@ -187,6 +187,7 @@ func Extract(p Page, kinds Kind) (Extracted, error) {
 	}
 	ex.Links, ex.Dropped, ex.TooLong, ex.Truncated = resolveLinks(base, baseURL, s.hrefs, text, maxURL)
 	ex.Truncated = ex.Truncated || s.truncated
+	s.release() // the text and the links' context are copies
 	return ex, nil
 }
 

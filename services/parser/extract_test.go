@@ -317,3 +317,17 @@ func TestExtractManyLinksNoSpaces(t *testing.T) {
 	}
 	t.Logf("%d links in %v", len(ex.Links), time.Since(start))
 }
+
+// TestExtractResultOutlivesItsBuffer: the buffer a page's text is gathered
+// in goes back to a pool for the next page; what Extract returned must not
+// share it.
+func TestExtractResultOutlivesItsBuffer(t *testing.T) {
+	first := extract(t, `<title>One</title><p>alpha beta gamma <a href="/x">delta</a> epsilon zeta</p>`)
+	text, context := strings.Clone(first.Text), strings.Clone(first.Links[0].Context) // the bytes as returned
+	for i := 0; i < 50; i++ {
+		extract(t, fmt.Sprintf(`<p>%s <a href="/y">other words</a> %s</p>`, strings.Repeat("zz ", 50+i), strings.Repeat("qq ", 50)))
+	}
+	if first.Text != text || first.Links[0].Context != context || !strings.Contains(text, "alpha beta gamma") || !strings.Contains(context, "delta") {
+		t.Fatalf("the first page's text or link context changed after other pages were parsed: %q, %q", first.Text, first.Links[0].Context)
+	}
+}
