@@ -24,12 +24,14 @@ func (pt *partition) gauge(now time.Time) {
 	}
 	pt.gaugedAt = now
 	var cur [4]int64
+	longest := 0
 	for name, h := range pt.hosts {
 		if h.queued <= 0 && h.inFlight == nil && !h.scheduled && !h.nextAt.After(now) {
 			delete(pt.hosts, name) // idle and rested: forget it
 			continue
 		}
 		cur[0] += int64(h.queued)
+		longest = max(longest, h.queued)
 		switch {
 		case h.inFlight != nil: // counted by setTask, exactly
 		case h.queued > 0 && h.nextAt.After(now):
@@ -44,6 +46,7 @@ func (pt *partition) gauge(now time.Time) {
 		v.Add(cur[i] - pt.gauged[i])
 	}
 	pt.gauged = cur
+	pt.congestion.longest = longest
 	// A lease entry outlives its task by the lease's length (minutes);
 	// once stale entries outnumber the live ones, drop them, so memory
 	// follows the tasks in flight rather than the crawl's rate.

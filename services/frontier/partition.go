@@ -72,6 +72,9 @@ type partition struct {
 
 	gaugedAt time.Time
 	gauged   [4]int64 // queued, ready, waiting, in flight as last added to Gauges
+	// congestion: how long tasks queue beyond their fetch, and the longest
+	// host queue, for longest queue first (yield.go).
+	congestion congestion
 
 	// While a step is pending (early stores only), intake waits for the
 	// next step in carry (as it came) and pre (done reports that already

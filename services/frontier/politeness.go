@@ -29,6 +29,9 @@ func failed(fd messages.FetchDone) bool { return fd.Status == 0 && fd.Error != "
 // restUntil is when a host may be fetched again after fd: the politeness
 // rule's rest, failure backoff included, capped by the max gap.
 func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
+	if h := pt.hosts[fd.Host]; h != nil && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+		pt.congestion.observe(h.inFlight.Task, fd, now)
+	}
 	at, capped := pt.rest(fd, now)
 	if capped {
 		pt.s.Stats.CrawlDelayCapped.Add(1)
@@ -67,5 +70,8 @@ func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool
 	// server's clock. The report's trip back is the safety margin; issuing
 	// ahead still hides the trip out to the fetcher.
 	rest, capped := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, failures)
+	if h := pt.hosts[fd.Host]; h != nil {
+		rest += pt.congestion.extra(h.queued, rest) // longest queue first (yield.go)
+	}
 	return now.Add(rest), capped
 }
