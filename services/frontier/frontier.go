@@ -108,6 +108,10 @@ type Stats struct {
 	// CrawlDelayCapped counts fetches whose host asked, by robots.txt, for
 	// a Crawl-delay above --max-crawl-delay or --politeness-max-gap.
 	CrawlDelayCapped atomic.Int64
+	// Yielded counts rests lengthened by longest queue first: a host with
+	// fewer URLs queued than its partition's longest while tasks queued
+	// (yield.go).
+	Yielded atomic.Int64
 	// Deferred counts tasks handed back unfetched; DeferredOut the URLs
 	// that were handed back too often (MaxDeferrals) and ended as failed.
 	Deferred, DeferredOut atomic.Int64
@@ -190,6 +194,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_deferred_total", Help: "Tasks handed back unfetched (robots.txt unreachable, per-IP slot busy, expired before a fetcher got them).", Value: &s.Stats.Deferred},
 			bus.Counter{Name: "urls_deferred_out_total", Help: "URLs handed back unfetched more than --max-deferrals times, ended as failed (kind deferred).", Value: &s.Stats.DeferredOut},
 			bus.Counter{Name: "crawl_delay_capped_total", Help: "Fetches whose host's robots.txt Crawl-delay was above --max-crawl-delay or --politeness-max-gap (the cap applied).", Value: &s.Stats.CrawlDelayCapped},
+			bus.Counter{Name: "rests_lengthened_total", Help: "Host rests lengthened by longest queue first: the host had fewer URLs queued than its partition's longest while tasks queued beyond their fetch (see docs/frontier.md).", Value: &s.Stats.Yielded},
 		)
 	}
 	return s

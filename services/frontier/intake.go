@@ -381,7 +381,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			came = now
 		}
 		if h != nil {
-			nb, capped = pt.rest(c.fd, came)
+			nb, capped, _ = pt.rest(c.fd, came)
 		}
 		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
 			h.next == nil || !pt.s.early || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) || !pt.grant(ctx) {

@@ -49,7 +49,7 @@ func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Ti
 	if !ok {
 		return
 	}
-	at, _ := pt.rest(fd, now)
+	at, _, _ := pt.rest(fd, now)
 	soon := at.Before(now.Add(2*e.PaceInterval() + pt.s.o.IssueAhead)) // as restsBriefly
 	if soon && (!nothingSent(fd) || pt.restsBriefly(fd.Host)) {
 		e.Hurry()

@@ -32,15 +32,19 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 	if h := pt.hosts[fd.Host]; h != nil && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
 		pt.congestion.observe(h.inFlight.Task, fd, now)
 	}
-	at, capped := pt.rest(fd, now)
+	at, capped, yielded := pt.rest(fd, now)
 	if capped {
 		pt.s.Stats.CrawlDelayCapped.Add(1)
+	}
+	if yielded > 0 {
+		pt.s.Stats.Yielded.Add(1)
 	}
 	return at
 }
 
-// rest is restUntil without counting a capped Crawl-delay.
-func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool) {
+// rest is restUntil without counting a capped Crawl-delay or a lengthened
+// rest; yielded is what longest queue first added (yield.go).
+func (pt *partition) rest(fd messages.FetchDone, now time.Time) (at time.Time, capped bool, yielded time.Duration) {
 	if nothingSent(fd) {
 		// Nothing was sent to the host (robots.txt, known already,
 		// forbids the URL, or the host was given up or refused; its name
@@ -50,9 +54,9 @@ func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool
 		// not one URL per --politeness-delay or failure backoff (up to the
 		// max gap per URL with --ignore-robots).
 		if h := pt.hosts[fd.Host]; h != nil && h.nextAt.After(now) {
-			return h.nextAt, false
+			return h.nextAt, false, 0
 		}
-		return now, false
+		return now, false, 0
 	}
 	failures := 0
 	if h := pt.hosts[fd.Host]; h != nil {
@@ -71,7 +75,7 @@ func (pt *partition) rest(fd messages.FetchDone, now time.Time) (time.Time, bool
 	// ahead still hides the trip out to the fetcher.
 	rest, capped := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, failures)
 	if h := pt.hosts[fd.Host]; h != nil {
-		rest += pt.congestion.extra(h.queued, rest) // longest queue first (yield.go)
+		yielded = pt.congestion.extra(h.queued, rest) // longest queue first
 	}
-	return now.Add(rest), capped
+	return now.Add(rest + yielded), capped, yielded
 }

@@ -146,6 +146,9 @@ func TestLongestQueueTurnsFaster(t *testing.T) {
 		}
 		return sum / time.Duration(len(g))
 	}
+	if h.svc.Stats.Yielded.Load() == 0 {
+		t.Error("no rest counted as lengthened")
+	}
 	l, s := mean(true), mean(false)
 	if s-l < 25*time.Millisecond {
 		t.Errorf("mean rest of the short queues %s, of the long one %s: want the short ones resting longer, by up to the delay again", s, l)
