@@ -45,6 +45,7 @@ func (pt *partition) restUntil(fd messages.FetchDone, now time.Time) time.Time {
 // rest is restUntil without counting a capped Crawl-delay or a lengthened
 // rest; yielded is what longest queue first added (yield.go).
 func (pt *partition) rest(fd messages.FetchDone, now time.Time) (at time.Time, capped bool, yielded time.Duration) {
+	h := pt.hosts[fd.Host]
 	if nothingSent(fd) {
 		// Nothing was sent to the host (robots.txt, known already,
 		// forbids the URL, or the host was given up or refused; its name
@@ -53,13 +54,13 @@ func (pt *partition) rest(fd messages.FetchDone, now time.Time) (at time.Time, c
 		// or unresolvable host's queue then ends at the pace of the loop,
 		// not one URL per --politeness-delay or failure backoff (up to the
 		// max gap per URL with --ignore-robots).
-		if h := pt.hosts[fd.Host]; h != nil && h.nextAt.After(now) {
+		if h != nil && h.nextAt.After(now) {
 			return h.nextAt, false, 0
 		}
 		return now, false, 0
 	}
 	failures := 0
-	if h := pt.hosts[fd.Host]; h != nil {
+	if h != nil {
 		failures = h.failures
 	}
 	if failed(fd) {
@@ -74,7 +75,7 @@ func (pt *partition) rest(fd messages.FetchDone, now time.Time) (at time.Time, c
 	// server's clock. The report's trip back is the safety margin; issuing
 	// ahead still hides the trip out to the fetcher.
 	rest, capped := pt.s.rule().Rest(fd.CrawlDelay, fd.Duration, failures)
-	if h := pt.hosts[fd.Host]; h != nil {
+	if h != nil {
 		yielded = pt.congestion.extra(h.queued, rest) // longest queue first
 	}
 	return now.Add(rest + yielded), capped, yielded
