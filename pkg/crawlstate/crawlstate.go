@@ -119,11 +119,9 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("parser consumer: %w", err)
 	}
-	ci, err := pc.Info(ctx)
-	if err != nil {
-		return s, fmt.Errorf("parser consumer: %w", err)
+	if s.ParserBacklog, err = bus.Backlog(ctx, w.JS, pc); err != nil {
+		return s, fmt.Errorf("parser: %w", err)
 	}
-	s.ParserBacklog = ci.NumPending + uint64(ci.NumAckPending)
 	if s.Store, err = w.Store.Stats(ctx, w.Partitions); err != nil {
 		return s, fmt.Errorf("frontier store: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -130,7 +131,8 @@ func (a *Archive) Drain(ctx context.Context) error {
 	}
 }
 
-// Pending counts the messages both sinks have yet to write or acknowledge.
+// Pending counts the messages both sinks have yet to write or acknowledge
+// (bus.Backlog: a page is counted from its publish's ack).
 func Pending(ctx context.Context, js jetstream.JetStream, names subjects.Names) (uint64, error) {
 	var n uint64
 	for stream, name := range map[string]string{names.StreamPages(): ConsumerWARC, names.StreamParsed(): ConsumerJSONL} {
@@ -138,11 +140,11 @@ func Pending(ctx context.Context, js jetstream.JetStream, names subjects.Names) 
 		if err != nil {
 			return 0, fmt.Errorf("archive consumer %s: %w", name, err)
 		}
-		ci, err := c.Info(ctx)
+		backlog, err := bus.Backlog(ctx, js, c)
 		if err != nil {
-			return 0, fmt.Errorf("archive consumer %s: %w", name, err)
+			return 0, fmt.Errorf("archive: %w", err)
 		}
-		n += ci.NumPending + uint64(ci.NumAckPending)
+		n += backlog
 	}
 	return n, nil
 }

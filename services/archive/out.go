@@ -203,8 +203,8 @@ func (w *Out) Drain(ctx context.Context) error {
 	}
 	w.flush.Now() // nothing more is coming: write each batch as it is pulled
 	for {
-		ci, err := w.cons.Info(ctx)
-		if err != nil || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+		n, err := bus.Backlog(ctx, w.o.JS, w.cons)
+		if err != nil || n == 0 {
 			return nil
 		}
 		select {

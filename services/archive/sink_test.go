@@ -216,3 +216,26 @@ func TestRecoverLines(t *testing.T) {
 		t.Errorf("left %v", left)
 	}
 }
+
+// Pending counts a page from the moment its publish is acknowledged: the
+// server tells the sink's consumer of it later, from a queue, and a Drain
+// that trusted the consumer's count alone could end a crawl's archive
+// without its last pages.
+func TestPendingCountsAPageAsSoonAsItIsPublished(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	a := archive.New(archive.Options{JS: js, Names: names, Dir: t.TempDir(), Log: quiet()})
+	if err := a.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		subject := names.PagesFetched()
+		if i%2 == 1 {
+			subject = names.PagesParsed()
+		}
+		testbus.Publish(t, js, subject, []byte("x"))
+		if n, err := archive.Pending(ctx, js, names); err != nil || n != uint64(i+1) {
+			t.Fatalf("after %d publishes: %d pending (%v)", i+1, n, err)
+		}
+	}
+}

@@ -859,7 +859,9 @@ func TestStepsAheadOfTheirCommitAreBounded(t *testing.T) {
 	if !take(3 * time.Second) {
 		t.Fatal("no first task")
 	}
-	testutil.Eventually(t, 3*time.Second, "the first step's outcome", func() bool { return h.svc.Stats.Issued.Load() == 1 })
+	// At least one: take reported the first task done, so its host's next
+	// task may already be out by the first look.
+	testutil.Eventually(t, 3*time.Second, "the first step's outcome", func() bool { return h.svc.Stats.Issued.Load() >= 1 })
 	st.closed.Store(true)
 	for take(500 * time.Millisecond) {
 	}
