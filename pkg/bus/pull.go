@@ -32,16 +32,33 @@ func PullBatches(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan 
 	return pull(ctx, c, buffer, buffer)
 }
 
-// pullExpiry is how long a pull request waits on the server. The server
-// sends a heartbeat every half of it, and two missed tell Pull that the link
-// or the consumer is gone: a Durable lost with its server is back within
-// about this long (a variable for tests).
-var pullExpiry = 10 * time.Second
+// pullExpiry is how long a pull request waits on the server, and
+// pullHeartbeat how often the server says a waiting request still stands.
+// Two missed heartbeats tell the client that its requests are gone and it
+// asks again; Pull then also checks that the consumer exists: a Durable
+// lost with its server is back within about two heartbeats.
+//
+// The heartbeat is short because a request can go without a word: NATS 2.9
+// drops one that expired as a message came in and tells no one
+// (nats-server v2.9.10 consumer.go, nextWaiting: no 408 when the request's
+// interest is its reply subject). The client counts it as standing and asks
+// for nothing more, and the consumer's messages wait for the heartbeat
+// monitor: at the former heartbeat of half the expiry, a host partition of
+// the services stood still for 10 s a few seconds into every crawl
+// (TestPullGoesOnWhenTheServerDropsAnExpiredRequest). A heartbeat is a
+// header-only message a second per idle request. Variables for tests.
+var (
+	pullExpiry    = 30 * time.Second
+	pullHeartbeat = time.Second
+)
 
 func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan jetstream.Msg, error) {
-	expiry := pullExpiry
+	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(buffer), jetstream.PullExpiry(pullExpiry)}
+	if pullHeartbeat > 0 {
+		opts = append(opts, jetstream.PullHeartbeat(pullHeartbeat))
+	}
 	open := func() (jetstream.MessagesContext, error) {
-		return c.Messages(jetstream.PullMaxMessages(buffer), jetstream.PullExpiry(expiry))
+		return c.Messages(opts...)
 	}
 	first, err := open()
 	if err != nil {
