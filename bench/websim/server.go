@@ -59,6 +59,9 @@ func Serve(w *Web) (*Server, error) {
 	for h := range s.hosts {
 		s.hosts[h] = &hostState{}
 		s.handlers = append(s.handlers, s.handler(h))
+		if w.failing[h] == Down {
+			continue // its name resolves; nothing listens
+		}
 		ln, err := net.Listen("tcp", w.Addr(h))
 		if err != nil {
 			s.Close()
@@ -181,6 +184,10 @@ func (s *Server) handler(h int) http.HandlerFunc {
 }
 
 func (s *Server) serve(h int, rw http.ResponseWriter, req *http.Request) int {
+	if s.web.failing[h] == Hang {
+		<-req.Context().Done() // the client gave up, or the server closes
+		return 0
+	}
 	if d := s.web.latencies[h]; d > 0 {
 		time.Sleep(d)
 	}

@@ -24,6 +24,10 @@ type Truth struct {
 	// discovery mode): URLs of their own that serve what the URL without
 	// the "?" serves.
 	EmptyQuery int
+	// OnFailing are the distinct linked URLs of failing hosts
+	// (Config.Failing); not in URLs. FailingHosts are the failing hosts
+	// linked at all.
+	OnFailing, FailingHosts int
 }
 
 // Truth walks the link graph breadth-first from the seeds.
@@ -31,9 +35,17 @@ func (w *Web) Truth() Truth {
 	t := Truth{URLs: map[string]Kind{}}
 	disallowed := map[string]bool{}
 	traps := map[string]bool{}
-	queue := w.Seeds()
-	for _, s := range queue {
+	onFailing := map[string]bool{}
+	failingHosts := map[int]bool{}
+	var queue []string
+	for _, s := range w.Seeds() {
+		if h, _, ok := w.split(s); ok && w.failing[h] != Healthy {
+			onFailing[s] = true
+			failingHosts[h] = true
+			continue
+		}
 		t.URLs[s] = KindPage
+		queue = append(queue, s)
 	}
 	for len(queue) > 0 {
 		u := queue[0]
@@ -67,6 +79,9 @@ func (w *Web) Truth() Truth {
 			vh, vp, ok := w.split(v)
 			switch {
 			case !ok:
+			case w.failing[vh] != Healthy:
+				onFailing[v] = true
+				failingHosts[vh] = true
 			case Disallowed(vp):
 				disallowed[v] = true
 			case w.Resolve(vh, vp).Kind == KindTrap:
@@ -78,6 +93,7 @@ func (w *Web) Truth() Truth {
 		}
 	}
 	t.Disallowed, t.Traps = len(disallowed), len(traps)
+	t.OnFailing, t.FailingHosts = len(onFailing), len(failingHosts)
 	return t
 }
 
@@ -104,7 +120,10 @@ type Audit struct {
 	Aliases    int
 	Violations int // requests of URLs robots.txt disallows
 	TrapHits   int // requests of trap URLs
-	Unknown    int // other requests outside the truth
+	// ToFailing are requests of pages of a hanging host (Config.Failing),
+	// whose robots.txt never came: a crawler that took it for "allowed".
+	ToFailing int
+	Unknown   int // other requests outside the truth
 	// MaxConcurrent is the most requests any one host served at once.
 	MaxConcurrent int
 	// MinGap is the smallest time between the end of one response and the
@@ -197,6 +216,8 @@ func (w *Web) Judge(t Truth, log [][]Request, maxConcurrent func(h int) int, del
 			switch _, ok := t.URLs[u]; {
 			case ok:
 				a.Fetched++
+			case w.failing[h] != Healthy:
+				a.ToFailing++
 			case Disallowed(r.Path):
 				a.Violations++
 			case w.Resolve(h, r.Path).Kind == KindTrap:

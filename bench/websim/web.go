@@ -58,6 +58,28 @@ type Config struct {
 	// 127.Block.x.y; default 1. Webs served at once need their own blocks
 	// when they share a port.
 	Block int
+	// Failing is the share of hosts (never the first, the seed's) that
+	// fail, spread over the hosts' order: half are down (their name
+	// resolves, nothing listens at their address: the connection is
+	// refused), half hang (the connection is accepted and nothing is ever
+	// answered, until the client gives up). A correct crawler fetches
+	// nothing from them but robots.txt (RFC 9309: robots.txt unreachable,
+	// the site is disallowed): their URLs are not in the truth.
+	Failing float64
+}
+
+// FailMode is how a failing host fails (Config.Failing).
+type FailMode int
+
+// The failing hosts' modes.
+const (
+	Healthy FailMode = iota
+	Down             // nothing listens at its address
+	Hang             // connections accepted, nothing answered
+)
+
+func (m FailMode) String() string {
+	return [...]string{"healthy", "down", "hang"}[m]
 }
 
 // The shape of the link graph (Broder, Najork and Wiener 2003; the link
@@ -89,6 +111,7 @@ type Web struct {
 	hostZipf  zipf
 	pageZipf  zipf
 	latencies []time.Duration
+	failing   []FailMode
 }
 
 // New returns the web of cfg with defaults filled in.
@@ -114,7 +137,7 @@ func New(cfg Config) (*Web, error) {
 	if cfg.SeedHosts == 0 || cfg.SeedHosts > cfg.Hosts {
 		cfg.SeedHosts = cfg.Hosts
 	}
-	if cfg.Block < 1 || cfg.Block > 254 || cfg.Hosts < 1 || cfg.Hosts > 250*250 || cfg.Pages < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Topics < 0 || cfg.Latency < 0 {
+	if cfg.Block < 1 || cfg.Block > 254 || cfg.Hosts < 1 || cfg.Hosts > 250*250 || cfg.Pages < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Topics < 0 || cfg.Latency < 0 || cfg.Failing < 0 || cfg.Failing >= 1 {
 		return nil, fmt.Errorf("websim: bad config %+v", cfg)
 	}
 	w := &Web{cfg: cfg, hostZipf: newZipf(cfg.Hosts, hostZipfS), pageZipf: newZipf(cfg.Pages, pageZipfS)}
@@ -133,8 +156,21 @@ func New(cfg Config) (*Web, error) {
 			w.latencies[h] = time.Duration(float64(cfg.Latency) * math.Exp(0.5*r.normal()))
 		}
 	}
+	// Failing hosts by a golden-ratio sequence: spread evenly over the
+	// hosts, popular and obscure alike, alternately down and hanging.
+	w.failing = make([]FailMode, cfg.Hosts)
+	modes := 0
+	for h := 1; h < cfg.Hosts; h++ {
+		if _, frac := math.Modf(float64(h) * 0.6180339887498949); frac < cfg.Failing {
+			w.failing[h] = Down + FailMode(modes%2)
+			modes++
+		}
+	}
 	return w, nil
 }
+
+// Failing is how host h fails (Healthy: it does not).
+func (w *Web) Failing(h int) FailMode { return w.failing[h] }
 
 // Config returns the configuration with defaults filled in.
 func (w *Web) Config() Config { return w.cfg }

@@ -233,7 +233,8 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	last, waitErr := w.Wait(waitCtx, 100*time.Millisecond, func(s crawlstate.Snapshot) {
 		prog.show(s, fetch, false)
 		if line, ok := stall.See(s); ok {
-			log.Warn(line)
+			u := fetch.RobotsUnreachable()
+			log.Warn(line + crawlstate.RobotsWait(u.Retrying, time.Until(u.LastGiveUp)))
 		}
 	})
 	prog.show(last, fetch, true)

@@ -32,3 +32,20 @@ func (n *Stall) See(s Snapshot) (string, bool) {
 	}
 	return "", false
 }
+
+// RobotsWait is what a stall line adds when origins' robots.txt is
+// unreachable: their URLs stay queued until it answers or the origin is
+// given up (three unreachable answers, --robots-retry apart), which is
+// most often what a crawl that stands still near its end waits for.
+// settled is how long until the last of them is given up if none answers
+// (0: not known).
+func RobotsWait(retrying int, settled time.Duration) string {
+	if retrying <= 0 {
+		return ""
+	}
+	line := fmt.Sprintf("; %d origins retry an unreachable robots.txt, their URLs queued until it answers or the origin is given up (3 tries, --robots-retry apart)", retrying)
+	if settled > 0 {
+		line += fmt.Sprintf(", all settled within %s", settled.Round(time.Second))
+	}
+	return line
+}

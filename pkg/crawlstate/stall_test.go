@@ -54,3 +54,20 @@ func TestStallSaysWhatTheCrawlWaitsFor(t *testing.T) {
 		t.Errorf("said of an idle crawl: %q", said)
 	}
 }
+
+// A stall near a crawl's end most often waits for origins whose robots.txt
+// is unreachable: the line says so, and how long they may still take.
+func TestRobotsWaitSaysWhatUnreachableOriginsHold(t *testing.T) {
+	if got := RobotsWait(0, time.Minute); got != "" {
+		t.Errorf("nothing retrying: %q, want nothing", got)
+	}
+	got := RobotsWait(3, 64*time.Second+400*time.Millisecond)
+	for _, want := range []string{"3 origins retry an unreachable robots.txt", "given up (3 tries, --robots-retry apart)", "all settled within 1m4s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if got := RobotsWait(1, 0); strings.Contains(got, "settled") {
+		t.Errorf("no time known: %q", got)
+	}
+}

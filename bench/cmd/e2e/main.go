@@ -130,6 +130,7 @@ func main() {
 	flag.IntVar(&cfg.Port, "port", 0, "port of every host (0: 80 on a discovery web when it can be bound, so that http://host:80/ is the same URL, else 18080)")
 	flag.IntVar(&cfg.Block, "block", 1, "second octet of the hosts' loopback addresses (127.B.x.y)")
 	flag.DurationVar(&cfg.Latency, "latency", 0, "median response latency of a host")
+	flag.Float64Var(&cfg.Failing, "failing", 0, "share of the main case's hosts that fail, half down (connection refused), half hanging (never answer); never the seed's")
 	flag.DurationVar(&h.delay, "delay", 100*time.Millisecond, "politeness delay (per host, after each response) for every crawler")
 	flag.DurationVar(&h.timeout, "timeout", 30*time.Minute, "give up on a crawl after this long")
 	flag.IntVar(&runs, "runs", 3, "runs of each mode (interleaved); medians are reported")
@@ -208,7 +209,7 @@ func buildCases(web string, cfg websim.Config, delay time.Duration, runs int, mo
 		if !ok || err1 != nil || err2 != nil || c.Hosts < 1 || c.Pages < 1 {
 			return fmt.Errorf("%s case %q: want HOSTSxPAGES", name, spec)
 		}
-		c.SeedHosts = 0
+		c.SeedHosts, c.Failing = 0, 0
 		cases = append(cases, benchCase{name: fmt.Sprintf("%s-%d", name, c.Hosts), cfg: c, delay: d, modes: extraModes, runs: extraRuns})
 		return nil
 	}
@@ -274,8 +275,8 @@ func (h *harness) main(ctx context.Context, cases []benchCase, scaleRuns int, sc
 		}
 		h.caseName = c.name
 		w := h.web.Config()
-		fmt.Fprintf(h.log, "e2e: case %s: web of %d hosts x %d pages (%s, port %d), delay %s, truth %d URLs (%d pages, %d redirects, %d 404s), %d disallowed links\n",
-			c.name, w.Hosts, w.Pages, webKind(w), w.Port, c.delay, len(h.truth.URLs), h.truth.Pages, h.truth.Redirects, h.truth.NotFound, h.truth.Disallowed)
+		fmt.Fprintf(h.log, "e2e: case %s: web of %d hosts x %d pages (%s, port %d), delay %s, truth %d URLs (%d pages, %d redirects, %d 404s), %d disallowed links, %d links to %d failing hosts\n",
+			c.name, w.Hosts, w.Pages, webKind(w), w.Port, c.delay, len(h.truth.URLs), h.truth.Pages, h.truth.Redirects, h.truth.NotFound, h.truth.Disallowed, h.truth.OnFailing, h.truth.FailingHosts)
 		cr := caseResults{benchCase: c, web: w, truth: h.truth}
 		for i := range c.runs {
 			for _, mode := range c.modes {
@@ -468,6 +469,9 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), a.MedianGapPages.Round(100*time.Microsecond),
 		a.GapsBelow, a.Breaches, m.wall.Round(time.Millisecond), r.phases,
 		m.cpu.Seconds(), m.natsCPU.Seconds(), (m.serverCPU - m.natsCPU).Seconds(), m.webCPU.Seconds())
+	if a.ToFailing > 0 {
+		fmt.Fprintf(h.log, "e2e: %-12s run %d: %d requests of pages of hosts whose robots.txt never came (hanging hosts)\n", mode, run, a.ToFailing)
+	}
 	if len(a.MissingSample) > 0 {
 		fmt.Fprintf(h.log, "e2e: %-12s run %d: %d URLs of the truth not requested, e.g. %s\n", mode, run, a.Missing, strings.Join(a.MissingSample, " "))
 	}

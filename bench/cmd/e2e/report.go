@@ -70,6 +70,13 @@ func describeWeb(c caseResults) string {
 		kind = fmt.Sprintf("discovery web: one seed (`http://site0.test%s/`), the other hosts found by following links; "+
 			"hosts named `siteN.test` (the web's DNS server), each on its own loopback address, port %d; links written in every form pages use", portSuffix(w.Port), w.Port)
 	}
+	if w.Failing > 0 {
+		kind += fmt.Sprintf("; %.0f %% of the hosts fail (%d of them linked), half down (connection refused), half hanging (never answering): "+
+			"their %d linked URLs are not in the truth, robots.txt unreachable", 100*w.Failing, t.FailingHosts, t.OnFailing)
+	}
+	if w.Latency > 0 {
+		kind += fmt.Sprintf("; each host answers after a latency of its own around %s (log-normal)", w.Latency)
+	}
 	return fmt.Sprintf("%d hosts × %d pages (seed %d), %s; ground truth %d URLs (%d pages, %d redirects, %d 404s; %d linked URLs disallowed by robots.txt). "+
 		"Every crawler: one request at a time per host, %s after each response, robots.txt obeyed",
 		w.Hosts, w.Pages, w.Seed, kind, len(t.URLs), t.Pages, t.Redirects, t.NotFound, t.Disallowed, c.delay)

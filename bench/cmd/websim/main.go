@@ -35,6 +35,7 @@ func main() {
 	flag.BoolVar(&cfg.Discovery, "discovery", false, "the discovery web: one seed, named hosts (with a DNS server and a proxy), links in every form, text pages")
 	flag.IntVar(&cfg.Block, "block", 1, "second octet of the hosts' addresses (127.B.x.y)")
 	flag.DurationVar(&cfg.Latency, "latency", 0, "median response latency of a host")
+	flag.Float64Var(&cfg.Failing, "failing", 0, "share of hosts that fail, half down (connection refused), half hanging (never answer)")
 	flag.IntVar(&cfg.Topics, "topics", 0, "topical mode with this many topics (0: off)")
 	flag.BoolVar(&cfg.Traps, "traps", false, "add crawler traps (calendar, ever-longer URLs, redirect chain)")
 	flag.StringVar(&seeds, "seeds", "", "write the seed URLs to this file")
@@ -62,9 +63,9 @@ func run(cfg websim.Config, seeds string, delay time.Duration) error {
 			return err
 		}
 	}
-	fmt.Printf("serving %d hosts x %d pages on %s ... %s; truth: %d URLs (%d pages, %d redirects, %d 404s), %d disallowed links, %d trap entrances\n",
+	fmt.Printf("serving %d hosts x %d pages on %s ... %s; truth: %d URLs (%d pages, %d redirects, %d 404s), %d disallowed links, %d trap entrances, %d links to %d failing hosts\n",
 		w.Config().Hosts, w.Config().Pages, w.Addr(0), w.Addr(w.Config().Hosts-1),
-		len(truth.URLs), truth.Pages, truth.Redirects, truth.NotFound, truth.Disallowed, truth.Traps)
+		len(truth.URLs), truth.Pages, truth.Redirects, truth.NotFound, truth.Disallowed, truth.Traps, truth.OnFailing, truth.FailingHosts)
 	if s.DNSAddr() != "" {
 		fmt.Printf("hosts site0.test ... site%d.test: DNS server %s (UDP), HTTP proxy %s\n", w.Config().Hosts-1, s.DNSAddr(), s.ProxyAddr())
 	}
@@ -72,9 +73,9 @@ func run(cfg websim.Config, seeds string, delay time.Duration) error {
 	defer stop()
 	<-ctx.Done()
 	a := w.Judge(truth, s.Log(), s.MaxConcurrent, delay)
-	fmt.Printf("requests %d (robots.txt %d): completeness %.2f%% (%d missing), %d duplicates (%d aliases), %d robots violations, %d trap hits, %d unknown; "+
+	fmt.Printf("requests %d (robots.txt %d): completeness %.2f%% (%d missing), %d duplicates (%d aliases), %d robots violations, %d trap hits, %d pages of hanging hosts, %d unknown; "+
 		"max concurrent per host %d, min gap %s (pages %s), median gap %s, %d gaps below %s\n",
-		a.Requests, a.Robots, 100*a.Completeness(), a.Missing, a.Duplicates, a.Aliases, a.Violations, a.TrapHits, a.Unknown,
+		a.Requests, a.Robots, 100*a.Completeness(), a.Missing, a.Duplicates, a.Aliases, a.Violations, a.TrapHits, a.ToFailing, a.Unknown,
 		a.MaxConcurrent, a.MinGap, a.MinGapPages, a.MedianGapPages, a.GapsBelow, delay)
 	return nil
 }
