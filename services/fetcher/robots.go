@@ -158,7 +158,10 @@ func (c *robotsCache) check(ctx context.Context, rawURL string) (robotsVerdict, 
 			v.Reason = fmt.Sprintf("robots.txt unreachable (%s); not fetching this host", lastError(e.rec))
 			return v, nil
 		}
-		v.RetryAfter = max(e.rec.FetchedAt.Add(c.retry).Sub(now), time.Second)
+		// From the time of this answer, not of the check's start: a robots.txt
+		// that never answered took its timeout, and the host rested that
+		// much longer than --robots-retry between tries (40 s for 30).
+		v.RetryAfter = max(e.rec.FetchedAt.Add(c.retry).Sub(c.clock()), time.Second)
 		v.Reason = fmt.Sprintf("robots.txt unreachable (%s), %d of %d tries", lastError(e.rec), e.rec.Failures, robotsFailuresBeforeGivingUp)
 		return v, nil
 	}

@@ -90,3 +90,29 @@ func TestUnreachableRecords(t *testing.T) {
 		t.Errorf("unreachableNow %+v, want 0 retrying, 1 given up", u)
 	}
 }
+
+// A robots.txt that does not answer takes its time to say so (a header
+// timeout); the next try comes --robots-retry after that answer, not after
+// the check began: the host rested the timeout longer than asked.
+func TestRobotsRetryCountsFromTheAnswer(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	const retry, timeout = 30 * time.Second, 10 * time.Second
+	c, err := openRobots(ctx, js, names, NewHTTPClient(HTTPOptions{}), "Trawler/0.1", time.Hour, retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock testutil.Clock
+	c.now = clock.Now
+	c.get = func(ctx context.Context, rawURL string) Response {
+		clock.Advance(timeout) // no response headers within the timeout
+		return Response{Err: errors.New("no response headers within 10s")}
+	}
+	v, err := c.check(ctx, "http://hang.test/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.RetryAfter != retry {
+		t.Errorf("retry after %v, want %v (--robots-retry from the answer)", v.RetryAfter, retry)
+	}
+}
