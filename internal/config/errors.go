@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v2"
 )
@@ -39,9 +40,56 @@ func parseError(err error, fs *flag.FlagSet) error {
 	case strings.HasPrefix(msg, "error parsing YAML config: "):
 		return fmt.Errorf("--config %s: %s", file, strings.TrimPrefix(strings.TrimPrefix(msg, "error parsing YAML config: "), "yaml: "))
 	case strings.Contains(msg, "error parsing commandline arguments: "):
-		return fmt.Errorf("%s", msg[strings.Index(msg, "error parsing commandline arguments: ")+len("error parsing commandline arguments: "):])
+		return flagError(msg[strings.Index(msg, "error parsing commandline arguments: ")+len("error parsing commandline arguments: "):], fs)
 	}
 	return err
+}
+
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+	badFlagValue  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]+): (.*)$`)
+)
+
+// flagError makes the flag package's message about a command-line flag
+// say what to do: the nearest flag for one that does not exist (--seeds:
+// did you mean --seed?), and what a value should look like for one the
+// package could only call a "parse error".
+func flagError(msg string, fs *flag.FlagSet) error {
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		if s := closest(fs, m[1]); s != "" {
+			return fmt.Errorf("unknown flag --%s (did you mean --%s?)", m[1], s)
+		}
+		return fmt.Errorf("unknown flag --%s", m[1])
+	}
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		value, name, why := m[1], m[2], m[3]
+		if f := fs.Lookup(name); f != nil && (why == "parse error" || why == "value out of range") {
+			why = "not " + valueKind(f)
+		}
+		return fmt.Errorf("--%s %q: %s", name, value, why)
+	}
+	return errors.New(msg)
+}
+
+// valueKind says what a flag's value should look like, from its type.
+func valueKind(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "a valid value"
+	}
+	switch g.Get().(type) {
+	case bool:
+		return "true or false"
+	case time.Duration:
+		return "a duration such as 500ms, 30s or 2m"
+	case int, int64:
+		return "a whole number"
+	case uint, uint64:
+		return "a whole number, 0 or more"
+	case float64:
+		return "a number"
+	}
+	return "a valid value"
 }
 
 // checkConfigKeys refuses keys of the --config file that name no setting:

@@ -43,7 +43,11 @@ func RobotsWait(retrying int, settled time.Duration) string {
 	if retrying <= 0 {
 		return ""
 	}
-	line := fmt.Sprintf("; %d origins retry an unreachable robots.txt, their URLs queued until it answers or the origin is given up (3 tries, --robots-retry apart)", retrying)
+	who := fmt.Sprintf("%d origins retry", retrying)
+	if retrying == 1 {
+		who = "1 origin retries"
+	}
+	line := fmt.Sprintf("; %s an unreachable robots.txt, their URLs queued until it answers or the origin is given up (3 tries, --robots-retry apart)", who)
 	if settled > 0 {
 		line += fmt.Sprintf(", all settled within %s", settled.Round(time.Second))
 	}
