@@ -14,6 +14,17 @@ import (
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
+// retryingRobots counts the origins of hosts that are retried, not given up.
+func retryingRobots(hosts []unreachableHost) int {
+	n := 0
+	for _, h := range hosts {
+		if !h.GaveUp {
+			n++
+		}
+	}
+	return n
+}
+
 // unreachableLine is the screen's summary of rep.Unreachable: the retried
 // origins with the time they have left, then the given-up ones, at most
 // five of each named.
@@ -81,9 +92,15 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 		return err
 	}
 	if line {
-		_, err := fmt.Fprintf(w, "%s fetched %d (%.1f/s) | parsed %d | queued %d | in flight %d | parser backlog %d | dead letters %d\n",
+		robots := ""
+		if n := retryingRobots(rep.Unreachable); n > 0 {
+			// What holds the queued URLs of a crawl near its end, as
+			// run's progress line says it.
+			robots = fmt.Sprintf(" | robots unreachable: %d retrying", n)
+		}
+		_, err := fmt.Fprintf(w, "%s fetched %d (%.1f/s) | parsed %d | queued %d | in flight %d | parser backlog %d | dead letters %d%s\n",
 			rep.At.Format(time.TimeOnly), rep.Pages.Fetched, rep.Rates.PagesPerSec, rep.Pages.Parsed, rep.Queued,
-			rep.Frontier.InFlight, rep.ParserBacklog, rep.DeadLetters)
+			rep.Frontier.InFlight, rep.ParserBacklog, rep.DeadLetters, robots)
 		return err
 	}
 	state := "running"

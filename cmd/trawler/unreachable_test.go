@@ -54,6 +54,14 @@ func TestStatusShowsUnreachableHosts(t *testing.T) {
 			t.Errorf("line %q lacks %q", line, want)
 		}
 	}
+	// status --wait's one line says how many are retried, as run's does.
+	var b strings.Builder
+	if err := show(&b, statusReport{At: now, Unreachable: got}, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(b.String()), "| robots unreachable: 2 retrying") {
+		t.Errorf("status line %q: want the 2 retried origins at its end", b.String())
+	}
 	if robotsUnreachable(ctx, js, "NO_SUCH_BUCKET", now) != nil {
 		t.Error("a missing bucket (no robots.txt fetched yet) should list nothing")
 	}
