@@ -63,7 +63,7 @@ func flagError(msg string, fs *flag.FlagSet) error {
 	}
 	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
 		value, name, why := m[1], m[2], m[3]
-		if f := fs.Lookup(name); f != nil && (why == "parse error" || why == "value out of range") {
+		if f := fs.Lookup(name); f != nil && why == "parse error" {
 			why = "not " + valueKind(f)
 		}
 		return fmt.Errorf("--%s %q: %s", name, value, why)
