@@ -14,15 +14,16 @@ import (
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
-// retryingRobots counts the origins of hosts that are retried, not given up.
-func retryingRobots(hosts []unreachableHost) int {
-	n := 0
+// retryingRobots counts the origins that are retried, not given up, and
+// how long until the last of them is given up if none answers.
+func retryingRobots(hosts []unreachableHost) (n int, settled time.Duration) {
 	for _, h := range hosts {
 		if !h.GaveUp {
 			n++
+			settled = max(settled, time.Duration(h.GiveUpIn*float64(time.Second)))
 		}
 	}
-	return n
+	return n, settled
 }
 
 // unreachableLine is the screen's summary of rep.Unreachable: the retried
@@ -93,7 +94,7 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	}
 	if line {
 		robots := ""
-		if n := retryingRobots(rep.Unreachable); n > 0 {
+		if n, _ := retryingRobots(rep.Unreachable); n > 0 {
 			// What holds the queued URLs of a crawl near its end, as
 			// run's progress line says it.
 			robots = fmt.Sprintf(" | robots unreachable: %d retrying", n)

@@ -143,13 +143,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	names := r.watcher.Names
 	rep.Unreachable = robotsUnreachable(ctx, r.js, names.RobotsBucket(), s.At)
 	if rep.Stalled != "" {
-		settled := 0.0
-		for _, h := range rep.Unreachable {
-			if !h.GaveUp {
-				settled = max(settled, h.GiveUpIn)
-			}
-		}
-		rep.Stalled += crawlstate.RobotsWait(retryingRobots(rep.Unreachable), time.Duration(settled*float64(time.Second)))
+		rep.Stalled += crawlstate.RobotsWait(retryingRobots(rep.Unreachable))
 	}
 	for _, stream := range []string{names.StreamDiscovered(), names.StreamFrontier(), names.StreamFetch(), names.StreamPages(), names.StreamParsed(), names.StreamDLQ()} {
 		keeper := ""

@@ -25,9 +25,16 @@ func Backlog(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer) 
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", ci.Stream, err)
 	}
+	state := st.CachedInfo().State
+	return BacklogOf(ci, state.Msgs, state.LastSeq), nil
+}
+
+// BacklogOf is Backlog from a consumer's info and its stream's message
+// count and last sequence, for a caller that read the stream already.
+func BacklogOf(ci *jetstream.ConsumerInfo, msgs, lastSeq uint64) uint64 {
 	undelivered := ci.NumPending
-	if s := st.CachedInfo().State; s.Msgs > 0 && s.LastSeq > ci.Delivered.Stream {
-		undelivered = max(undelivered, min(s.LastSeq-ci.Delivered.Stream, s.Msgs))
+	if msgs > 0 && lastSeq > ci.Delivered.Stream {
+		undelivered = max(undelivered, min(lastSeq-ci.Delivered.Stream, msgs))
 	}
-	return undelivered + uint64(ci.NumAckPending), nil
+	return undelivered + uint64(ci.NumAckPending)
 }

@@ -119,9 +119,13 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("parser consumer: %w", err)
 	}
-	if s.ParserBacklog, err = bus.Backlog(ctx, w.JS, pc); err != nil {
-		return s, fmt.Errorf("parser: %w", err)
+	ci, err := pc.Info(ctx)
+	if err != nil {
+		return s, fmt.Errorf("parser consumer: %w", err)
 	}
+	// The pages stream was read above, before this: its last page counts
+	// even when the consumer has not heard of it yet (bus.Backlog).
+	s.ParserBacklog = bus.BacklogOf(ci, s.Pages.Msgs, s.Pages.LastSeq)
 	if s.Store, err = w.Store.Stats(ctx, w.Partitions); err != nil {
 		return s, fmt.Errorf("frontier store: %w", err)
 	}
