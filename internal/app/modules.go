@@ -289,8 +289,8 @@ func newArchive(ctx context.Context, d *Deps) (Runner, error) {
 }
 
 // newOut wires run's --out writer (a Sink; not a module of its own: it
-// belongs to the all-in-one run).
-func newOut(d *Deps) Sink {
-	return archive.NewOut(archive.OutOptions{JS: d.JS, Names: d.Names, Path: d.Config.Out,
+// belongs to the all-in-one run); direct: see outInProcess.
+func newOut(d *Deps, direct bool) *archive.Out {
+	return archive.NewOut(archive.OutOptions{JS: d.JS, Names: d.Names, Path: d.Config.Out, Direct: direct,
 		Log: d.Log.With("service", "out"), Registerer: d.Registry})
 }

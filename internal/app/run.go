@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/trawlerhq/trawler/internal/config"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -139,8 +142,14 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	} else {
 		d.pagesInProcess = d.closed
 	}
+	var out *archive.Out
 	if cfg.Out != "" {
-		sinks = append(sinks, namedSink{"--out", newOut(d)})
+		direct, err := outInProcess(ctx, d)
+		if err != nil {
+			return Summary{}, err
+		}
+		out = newOut(d, direct)
+		sinks = append(sinks, namedSink{"--out", out})
 	}
 	for _, s := range sinks {
 		if err := s.Prepare(runCtx); err != nil {
@@ -149,9 +158,18 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
 	sinkErrs := make([]chan error, len(sinks))
+	runErr := make(chan error, len(Services)+len(sinks)+1)
 	for i, s := range sinks {
 		sinkErrs[i] = make(chan error, 1)
-		go func() { sinkErrs[i] <- s.Run(sinkCtx) }()
+		go func() {
+			err := s.Run(sinkCtx)
+			sinkErrs[i] <- err
+			if err != nil && sinkCtx.Err() == nil {
+				// A sink that fails during the crawl (a full disk) stops
+				// it: what it has not written waits for the next run.
+				runErr <- wrapSinkErr(s.flag, err)
+			}
+		}()
 	}
 	// endSinks ends the sinks' Run and returns their errors (once).
 	var sinksStopped []error
@@ -169,7 +187,6 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 	defer endSinks() // an early return: the files are closed all the same
 	var wg sync.WaitGroup
-	runErr := make(chan error, len(Services)+1)
 	var fetch *fetcher.Service
 	var parse *parser.Service
 	svcs := make([]Runner, len(Services))
@@ -186,6 +203,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		case *parser.Service:
 			parse = s
 		}
+	}
+	if out != nil && out.Direct() {
+		parse.HandDocsTo(out.Write)
 	}
 	if d.pagesInProcess {
 		fetch.HandPagesTo(parse.Handle, nil)
@@ -268,6 +288,33 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// outInProcess tells whether run's --out writer takes its documents from
+// the parser in process (archive.OutOptions.Direct) rather than from
+// pages.parsed: when the pages go to the parser in process too, nothing
+// else can read that stream, and the writer's consumer of an earlier run,
+// if any, has nothing left to write, and is deleted (the stream would keep
+// every document for it). With documents left, this run writes them
+// through the consumer, and the next one goes direct.
+func outInProcess(ctx context.Context, d *Deps) (bool, error) {
+	if !d.pagesInProcess {
+		return false, nil
+	}
+	c, err := d.JS.Consumer(ctx, d.Names.StreamParsed(), archive.ConsumerOut)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("--out consumer: %w", err)
+	}
+	if n, err := bus.Backlog(ctx, d.JS, c); err != nil || n > 0 {
+		return false, err
+	}
+	if err := d.JS.DeleteConsumer(ctx, d.Names.StreamParsed(), archive.ConsumerOut); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return false, fmt.Errorf("--out consumer: %w", err)
+	}
+	return true, nil
 }
 
 // wrapSinkErr names the flag of a sink's error; --out's errors name it

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,6 +59,11 @@ type OutOptions struct {
 	AckWait    time.Duration
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // trawler_out_lines_total, trawler_out_checkpoints_total
+	// Direct: the parser hands every document to Write, in process, and
+	// the writer has no consumer on pages.parsed (outdirect.go). For a
+	// crawl whose pages.parsed nobody else can read (`trawler run`
+	// without --nats-listen): its documents then need not be stored there.
+	Direct bool
 }
 
 // Out is a tap on pages.parsed that appends one JSON line (messages.Parsed,
@@ -90,6 +97,7 @@ type Out struct {
 	stopped chan struct{}
 	flush   *flushSignal // Drain: the crawl has finished, write batches at once
 	buf     []byte       // the lines of a part, before they are written (append)
+	direct  directState  // OutOptions.Direct
 
 	Lines       atomic.Int64 // lines written
 	Checkpoints atomic.Int64 // batches made durable
@@ -107,6 +115,13 @@ type outCheckpoint struct {
 	Seq   uint64   `json:"seq"`
 	Size  int64    `json:"size"`
 	Above []uint64 `json:"above,omitempty"`
+	// Direct: written by a direct writer (OutOptions.Direct), whose lines
+	// past Size are kept on start (complete ones: their pages may be done).
+	// Recent names the tasks whose lines the next start must not write
+	// again: those of a direct writer's last two batches, or those a start
+	// after a direct writer's found.
+	Direct bool     `json:"direct,omitempty"`
+	Recent []string `json:"recent,omitempty"`
 }
 
 // has reports whether sequence seq is in the file already.
@@ -141,12 +156,17 @@ func NewOut(o OutOptions) *Out {
 		o.AckWait = DefaultOutAckWait
 	}
 	w := &Out{o: o, ckpt: o.Path + ".checkpoint", stopped: make(chan struct{}), flush: newFlushSignal()}
+	w.direct.seen = map[string]struct{}{}
+	w.direct.wrote = make(chan struct{}, 1)
 	bus.RegisterCounters(o.Registerer, "out",
 		bus.Counter{Name: "lines_total", Help: "Lines written to the --out file.", Value: &w.Lines},
 		bus.Counter{Name: "checkpoints_total", Help: "Batches of the --out file made durable (fsync and checkpoint).", Value: &w.Checkpoints},
 	)
 	return w
 }
+
+// Direct reports whether the writer is handed its documents (Write).
+func (w *Out) Direct() bool { return w.o.Direct }
 
 // Prepare opens (or resumes) the output file, cutting it back to its
 // checkpoint, and creates the writer's durable consumer: from then on no
@@ -165,6 +185,9 @@ func (w *Out) Prepare(ctx context.Context) error {
 		f.Close()
 		w.f = nil
 		return err
+	}
+	if w.o.Direct {
+		return nil
 	}
 	w.cons, err = w.o.JS.CreateOrUpdateConsumer(ctx, w.o.Names.StreamParsed(), jetstream.ConsumerConfig{
 		Durable: ConsumerOut, AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4 * w.o.MaxBatch, AckWait: w.o.AckWait,
@@ -186,7 +209,12 @@ func (w *Out) Run(ctx context.Context) error {
 	if err := w.Prepare(ctx); err != nil {
 		return err
 	}
-	err := w.loop(ctx)
+	var err error
+	if w.o.Direct {
+		err = w.runDirect(ctx)
+	} else {
+		err = w.loop(ctx)
+	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -198,6 +226,9 @@ func (w *Out) Run(ctx context.Context) error {
 // run), or Run has returned. Call it after Prepare, while Run runs, once
 // the crawl has finished, then end Run's ctx.
 func (w *Out) Drain(ctx context.Context) error {
+	if w.o.Direct && w.f != nil {
+		return w.drainDirect(ctx)
+	}
 	if w.cons == nil {
 		return errors.New("--out: Drain before Prepare")
 	}
@@ -231,7 +262,7 @@ func (w *Out) recover() error {
 		// checkpointed before any line is written, or a crash within the
 		// first batch would leave lines that the next start takes for the
 		// user's and keeps, and the batch would be written twice.
-		w.pos = outCheckpoint{Size: fi.Size()}
+		w.pos = outCheckpoint{Size: fi.Size(), Direct: w.o.Direct}
 		data, _ := json.Marshal(w.pos)
 		if err := replaceFile(w.ckpt, data); err != nil {
 			return fmt.Errorf("--out checkpoint: %w", err)
@@ -247,6 +278,10 @@ func (w *Out) recover() error {
 		return fmt.Errorf("--out: %s is shorter (%d bytes) than its checkpoint says (%d); was it edited? delete %s to start afresh",
 			w.f.Name(), fi.Size(), w.pos.Size, w.ckpt)
 	}
+	if w.pos.Direct {
+		return w.recoverDirect(fi.Size())
+	}
+	w.skipTasks(w.pos.Recent)
 	if cut := fi.Size() - w.pos.Size; cut > 0 && w.o.Log != nil {
 		w.o.Log.Info("--out: dropped the lines of a batch written but not checkpointed; they are written again",
 			"file", w.f.Name(), "bytes", cut)
@@ -254,8 +289,17 @@ func (w *Out) recover() error {
 	if err := w.f.Truncate(w.pos.Size); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	_, err = w.f.Seek(w.pos.Size, io.SeekStart)
-	return err
+	if _, err = w.f.Seek(w.pos.Size, io.SeekStart); err != nil || !w.o.Direct {
+		return err
+	}
+	// A direct writer keeps the lines past its checkpoint: its checkpoint
+	// must say so before the first of them.
+	w.pos = outCheckpoint{Size: w.pos.Size, Direct: true, Recent: w.pos.Recent}
+	data, _ = json.Marshal(w.pos)
+	if err := replaceFile(w.ckpt, data); err != nil {
+		return fmt.Errorf("--out checkpoint: %w", err)
+	}
+	return nil
 }
 
 func (w *Out) loop(ctx context.Context) error {
@@ -303,6 +347,12 @@ func (w *Out) append(b *outBatch, part []jetstream.Msg) error {
 		if err != nil || w.pos.has(md.Sequence.Stream) || slices.Contains(b.seqs, md.Sequence.Stream) {
 			continue // written before
 		}
+		if len(w.direct.skip) > 0 {
+			// Written by a direct writer before a crash.
+			if _, ok := w.direct.skip[strings.TrimPrefix(m.Headers().Get(nats.MsgIdHdr), "parsed:")]; ok {
+				continue
+			}
+		}
 		b.seqs = append(b.seqs, md.Sequence.Stream)
 		// The line is the archive's JSON Lines line (one writer of both:
 		// messages.AppendParsedLine, which copies the parser's document
@@ -339,7 +389,7 @@ func (w *Out) commit(b *outBatch) error {
 			return err
 		}
 	}
-	next := outCheckpoint{Seq: w.pos.Seq, Size: w.pos.Size + b.size}
+	next := outCheckpoint{Seq: w.pos.Seq, Size: w.pos.Size + b.size, Recent: w.pos.Recent}
 	next.Above = append(slices.Clone(w.pos.Above), b.seqs...)
 	slices.Sort(next.Above)
 	if ci, err := w.cons.Info(context.Background()); err == nil {
@@ -353,6 +403,42 @@ func (w *Out) commit(b *outBatch) error {
 	w.Lines.Add(int64(b.lines))
 	w.Checkpoints.Add(1)
 	return nil
+}
+
+// recoverDirect is recover after a direct writer's checkpoint: the complete
+// lines past it stay and their tasks are skipped from now on, and a new
+// checkpoint, of this writer's kind, takes them in.
+func (w *Out) recoverDirect(size int64) error {
+	ids, err := w.keepWrittenLines(size)
+	if err != nil {
+		return err
+	}
+	if _, err := w.f.Seek(w.pos.Size, io.SeekStart); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	recent := append(slices.Clone(w.pos.Recent), ids...)
+	w.skipTasks(recent)
+	// A stream's writer starts from no sequence: none was written to the
+	// file by the direct one.
+	w.pos = outCheckpoint{Size: w.pos.Size, Direct: w.o.Direct, Recent: recent}
+	data, _ := json.Marshal(w.pos)
+	if err := replaceFile(w.ckpt, data); err != nil {
+		return fmt.Errorf("--out checkpoint: %w", err)
+	}
+	return nil
+}
+
+// skipTasks adds tasks to those whose documents are not written again.
+func (w *Out) skipTasks(tasks []string) {
+	if len(tasks) == 0 {
+		return
+	}
+	if w.direct.skip == nil {
+		w.direct.skip = make(map[string]struct{}, len(tasks))
+	}
+	for _, t := range tasks {
+		w.direct.skip[t] = struct{}{}
+	}
 }
 
 // replaceFile durably replaces path with data: a new temporary file beside

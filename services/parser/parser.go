@@ -129,7 +129,18 @@ type Service struct {
 	scorer  *topic.Scorer
 	lineage *lineage  // SharkSearch only
 	dups    *nearDups // nil: near-duplicates off
+	docsTo  func(taskID string, doc []byte) error
 	Stats   Stats
+}
+
+// HandDocsTo makes the parser give every document, text included, to
+// write before it publishes the page's links, and publish the document
+// without its text: for `trawler run --out` when nothing else can read
+// pages.parsed, whose file then gets its lines without the stream storing
+// them (archive.Out.Write). An error from write hands the page back, to be
+// parsed again. Call it before Run.
+func (s *Service) HandDocsTo(write func(taskID string, doc []byte) error) {
+	s.docsTo = write
 }
 
 // lineageSize bounds the links whose SharkSearch state a parser remembers
@@ -246,6 +257,17 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	limit := s.payloadLimit()
 	out, ids, follow := s.split(&doc, page, via, follow, limit)
 	data := fitDocument(&doc, limit)
+	if s.docsTo != nil {
+		if err := s.docsTo(page.TaskID, data); err != nil {
+			s.o.Log.Warn("writing the parsed document failed; page will be redelivered", "url", page.URL, "err", err)
+			_ = m.NakWithDelay(bus.Backoff(3))
+			return
+		}
+		if doc.Text != "" {
+			doc.Text = ""
+			data, _ = messages.Encode(&doc)
+		}
+	}
 	pm := nats.NewMsg(s.o.Names.PagesParsed())
 	pm.Data = data
 	pm.Header.Set(messages.HeaderSchema, messages.Schema(messages.KindParsed))
