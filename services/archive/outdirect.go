@@ -80,6 +80,10 @@ func (w *Out) Write(taskID string, doc []byte) error {
 		// A short write leaves part of a line: the next run's recovery
 		// cuts it (it keeps complete lines only).
 		d.err = fmt.Errorf("--out: %w", err)
+		select { // Run stops on it
+		case d.wrote <- struct{}{}:
+		default:
+		}
 		return d.err
 	}
 	d.batch.size += int64(len(buf))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,29 @@ func TestOutDirectConcurrentWrites(t *testing.T) {
 	wantEachOnce(t, path, 400)
 	if w.Lines.Load() != 400 || w.Checkpoints.Load() < 2 {
 		t.Errorf("%d lines in %d checkpoints, want 400 in more than Drain's one", w.Lines.Load(), w.Checkpoints.Load())
+	}
+}
+
+// A line that cannot be written (a full disk) is not taken: Write says so,
+// the page is done again later, and Run stops with the error (which stops
+// the crawl).
+func TestOutDirectWriteFailureStopsTheWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	w, finish := startOut(t, directOptions(path), nil)
+	writeDocs(t, w, 0, 3)
+	w.f.Close() // every write fails from now on
+	if err := w.Write(docOf(3)); err == nil {
+		t.Fatal("Write to a closed file: no error")
+	}
+	select {
+	case <-w.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still running after a failed write")
+	}
+	if err := finish(false); err == nil || !strings.Contains(err.Error(), "--out") {
+		t.Errorf("Run: %v, want the write's error", err)
+	}
+	if err := w.Write(docOf(4)); err == nil {
+		t.Error("Write after the failure: no error")
 	}
 }
