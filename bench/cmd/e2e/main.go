@@ -462,9 +462,9 @@ func (h *harness) crawl(ctx context.Context, mode string, run, fetchers, parsers
 			return result{}, err
 		}
 	}
-	fmt.Fprintf(h.log, "e2e: %-12s f%d p%d run %d: %6.1f pages/s, %.0f pages/CPU-s, RSS %s (at 25/50/100%%: %.0f/%.0f/%.0f MiB), %.1f KB written/page, fsyncs %s, "+
+	fmt.Fprintf(h.log, "e2e: %-12s f%d p%d run %d: %6.1f pages/s, %.0f pages/CPU-s, RSS %s (at 25/50/100%%: %.0f/%.0f/%.0f MiB), %.1f KB written/page (%.1f KB the outputs), fsyncs %s, "+
 		"completeness %.2f%%, %d dup (%d aliases), %d robots violations, max conc %d, min gap %s, mean gap %s, median gap %s, %d gaps < delay (%d certain), wall %s (%s; CPU s: crawler %.1f, NATS %.1f, Redis %.1f, web server %.1f)\n",
-		mode, fetchers, parsers, run, r.pagesPerSec(), r.pagesPerCPUSec(), mib(m.rss), r.rssAt[0], r.rssAt[1], r.rssAt[2], r.writtenPerPage()/1000, fsyncText(r),
+		mode, fetchers, parsers, run, r.pagesPerSec(), r.pagesPerCPUSec(), mib(m.rss), r.rssAt[0], r.rssAt[1], r.rssAt[2], r.writtenPerPage()/1000, float64(m.outputs)/max(float64(a.Fetched), 1)/1000, fsyncText(r),
 		100*a.Completeness(), a.Duplicates, a.Aliases, a.Violations,
 		a.MaxConcurrent, a.MinGapPages.Round(time.Microsecond), a.MeanGapPages.Round(time.Millisecond), a.MedianGapPages.Round(100*time.Microsecond),
 		a.GapsBelow, a.Breaches, m.wall.Round(time.Millisecond), r.phases,

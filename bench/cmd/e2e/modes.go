@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,9 @@ type measured struct {
 	// storage (write_bytes), serverWritten the machine NATS's and Redis's
 	// over the run (cluster mode, upper bound).
 	written, serverWritten int64
+	// outputs is the size of the user's own outputs (--out, --archive),
+	// which the "disk bytes a page" goal does not count.
+	outputs int64
 	// counters are the fsync counters read from the crawler's /metrics
 	// (fsyncCounters; all-in-one modes), absent when it has none.
 	counters map[string]float64
@@ -81,10 +85,25 @@ func (h *harness) runAllInOne(ctx context.Context, dir, profile, variant string)
 		return measured{}, err
 	}
 	cpu, rss := p.usage()
+	outputs := treeSize(filepath.Join(dir, "data-out"))
 	// Logs and profiles stay; the crawl's state and output can be large.
 	_ = os.RemoveAll(filepath.Join(dir, "data"))
 	_ = os.RemoveAll(filepath.Join(dir, "data-out"))
-	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"run": cpu}, written: p.written(), counters: counters}, nil
+	return measured{wall: wall, cpu: cpu, rss: rss, perProc: map[string]time.Duration{"run": cpu}, written: p.written(), outputs: outputs, counters: counters}, nil
+}
+
+// treeSize is the bytes of the regular files under dir.
+func treeSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if fi, err := e.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // crawlFlags are the settings every Trawler mode gets: same delay as

@@ -112,6 +112,9 @@ func mainTables(b *strings.Builder, c caseResults, wgetFor time.Duration) {
 		w := worst(ms)
 		perCPU := fmt.Sprintf("%.0f", medianOf(ms, result.pagesPerCPUSec))
 		written := kb(medianOf(ms, func(r result) float64 { return float64(r.m.written) / max(float64(r.audit.Fetched), 1) }))
+		if outs := medianOf(ms, func(r result) float64 { return float64(r.m.outputs) / max(float64(r.audit.Fetched), 1) }); outs > 0 {
+			written += fmt.Sprintf(" (%s the outputs)", kb(outs))
+		}
 		if isCluster(mode) {
 			perCPU += " (NATS, Redis in)"
 			written += fmt.Sprintf(" (+%s NATS, Redis)", kb(medianOf(ms, func(r result) float64 {
