@@ -222,22 +222,31 @@ func (w *Out) Run(ctx context.Context) error {
 }
 
 // Drain waits until every parsed document the stream holds for the writer
-// is written and acknowledged, or ctx ends (the rest is written by the next
+// is written and acknowledged (a direct writer: every line written is
+// checkpointed), or ctx ends (the rest is written by the next
 // run), or Run has returned. Call it after Prepare, while Run runs, once
 // the crawl has finished, then end Run's ctx.
 func (w *Out) Drain(ctx context.Context) error {
-	if w.o.Direct && w.f != nil {
-		return w.drainDirect(ctx)
-	}
-	if w.cons == nil {
+	var left func() bool
+	switch {
+	case w.o.Direct && w.f != nil:
+		// Every document was handed over before the crawl finished: the
+		// batch in hand is committed at once.
+		left = func() bool { return w.direct.pending.Load() > 0 }
+	case w.cons == nil:
 		return errors.New("--out: Drain before Prepare")
-	}
-	w.flush.Now() // nothing more is coming: write each batch as it is pulled
-	for {
-		n, err := bus.Backlog(ctx, w.o.JS, w.cons)
-		if err != nil || n == 0 {
-			return nil
+	default:
+		left = func() bool {
+			n, err := bus.Backlog(ctx, w.o.JS, w.cons)
+			return err == nil && n > 0
 		}
+	}
+	w.flush.Now() // nothing more is coming: write each batch as it comes
+	select {
+	case w.direct.wrote <- struct{}{}: // wake a direct writer's Run
+	default:
+	}
+	for left() {
 		select {
 		case <-w.stopped: // stopped on an error: Run says which
 			return nil
@@ -246,6 +255,7 @@ func (w *Out) Drain(ctx context.Context) error {
 		case <-time.After(drainPoll):
 		}
 	}
+	return nil
 }
 
 // recover reads the checkpoint and cuts off what was written after it.

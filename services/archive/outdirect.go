@@ -191,26 +191,6 @@ func (w *Out) failDirect(err error) error {
 	return err
 }
 
-// drainDirect commits at once what was written, and waits for it: every
-// document was handed over before the crawl finished.
-func (w *Out) drainDirect(ctx context.Context) error {
-	w.flush.Now()
-	select {
-	case w.direct.wrote <- struct{}{}:
-	default:
-	}
-	for w.direct.pending.Load() > 0 {
-		select {
-		case <-w.stopped: // stopped on an error: Run says which
-			return nil
-		case <-ctx.Done():
-			return nil
-		case <-time.After(drainPoll):
-		}
-	}
-	return nil
-}
-
 // keepWrittenLines is the recovery of a direct writer's file: the complete
 // lines past the checkpoint stay (their pages may be done: nothing else
 // holds them), a part of a line at the end is cut, and the task IDs of the
