@@ -52,9 +52,13 @@ type Deps struct {
 	// in memory (ipgate.OpenLocal).
 	closed bool
 	// pagesInProcess is set by run when nothing but its parser reads
-	// pages.fetched (closed, no --archive, no archive consumer left by an
-	// earlier run): the fetcher hands pages to the parser in process.
+	// pages.fetched (closed, and no archive consumer, or none with pages
+	// left: archiveInProcess): the fetcher hands pages to the parser in
+	// process.
 	pagesInProcess bool
+	// archiveInProcess is set by run for --archive when the parser hands
+	// the archive its pages and documents (archive.Options.Direct).
+	archiveInProcess bool
 
 	closers []func() error
 }

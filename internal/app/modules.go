@@ -285,6 +285,7 @@ func newArchive(ctx context.Context, d *Deps) (Runner, error) {
 	return archive.New(archive.Options{
 		JS: d.JS, Names: d.Names, Dir: cfg.Archive, MaxSize: cfg.ArchiveMaxSize, MaxAge: cfg.ArchiveMaxAge, GzipLevel: cfg.ArchiveGzipLevel,
 		UserAgent: cfg.UserAgent, MaxDeliver: cfg.MaxDeliver, Log: d.Log.With("service", "archive"), Registerer: d.Registry,
+		Direct: d.archiveInProcess,
 	}), nil
 }
 

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"github.com/trawlerhq/trawler/internal/app"
 	"github.com/trawlerhq/trawler/internal/testsite"
 	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/warc"
+	"github.com/trawlerhq/trawler/services/archive"
 )
 
 // TestMain lets the test binary act as a `trawler run` child process that a
@@ -163,6 +166,7 @@ func TestResumeAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.jsonl")
+	arch := t.TempDir()
 	// Each child's stderr is kept, and shown when the test fails.
 	logDir := t.TempDir()
 	var logs []string
@@ -179,6 +183,7 @@ func TestResumeAfterKill9(t *testing.T) {
 			"TRAWLER_ROBOTS_RETRY=50ms",
 			"TRAWLER_PROGRESS=false",
 			"TRAWLER_OUT="+out,
+			"TRAWLER_ARCHIVE="+arch,
 		)
 		f, err := os.Create(filepath.Join(logDir, fmt.Sprintf("child-%d.log", len(logs))))
 		if err != nil {
@@ -236,6 +241,35 @@ func TestResumeAfterKill9(t *testing.T) {
 	for _, u := range want {
 		if recs[u] == nil {
 			t.Errorf("--out lacks %s", u)
+		}
+	}
+	// The archive is at least once: every URL in it, the ones written
+	// before the kill too (the first run's .open files are recovered).
+	archived := map[string]bool{}
+	for _, r := range readWARC(t, arch, "*"+warc.Suffix) {
+		if r.Get("WARC-Type") == warc.TypeResponse || r.Get("WARC-Type") == warc.TypeMetadata {
+			archived[r.Get("WARC-Target-URI")] = true
+		}
+	}
+	lines := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(arch, "*"+archive.JSONLSuffix))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var rec struct {
+				URL string `json:"url"`
+			}
+			if json.Unmarshal([]byte(l), &rec) == nil {
+				lines[rec.URL] = true
+			}
+		}
+	}
+	for _, u := range want {
+		if !archived[u] {
+			t.Errorf("the WARC files lack %s", u)
+		}
+		if !lines[u] {
+			t.Errorf("the archive's JSON Lines lack %s", u)
 		}
 	}
 }

@@ -131,11 +131,19 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		Sink
 	}
 	var sinks []namedSink
+	var arch *archive.Archive
 	if cfg.Archive != "" {
+		if d.closed {
+			if d.archiveInProcess, err = archiveInProcess(ctx, d); err != nil {
+				return Summary{}, err
+			}
+			d.pagesInProcess = d.archiveInProcess
+		}
 		a, err := NewService(runCtx, "archive", d)
 		if err != nil {
 			return Summary{}, err
 		}
+		arch, _ = unwrap(a).(*archive.Archive)
 		sinks = append(sinks, namedSink{"--archive", a.(Sink)})
 	} else if _, err := d.JS.Consumer(ctx, d.Names.StreamPages(), archive.ConsumerWARC); err == nil {
 		log.Warn("an archive consumer of an earlier run exists: pages are kept in --data-dir until it writes them; run with --archive DIR, or start over")
@@ -204,8 +212,23 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 			parse = s
 		}
 	}
+	var docsTo []func(taskID string, doc []byte) error
 	if out != nil && out.Direct() {
-		parse.HandDocsTo(out.Write)
+		docsTo = append(docsTo, out.Write)
+	}
+	if arch != nil && arch.Direct() {
+		parse.ArchivePagesTo(arch.HandPage)
+		docsTo = append(docsTo, func(_ string, doc []byte) error { return arch.HandDoc(doc) })
+	}
+	if len(docsTo) > 0 {
+		parse.HandDocsTo(func(taskID string, doc []byte) error {
+			for _, write := range docsTo {
+				if err := write(taskID, doc); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 	if d.pagesInProcess {
 		fetch.HandPagesTo(parse.Handle, nil)
@@ -313,6 +336,32 @@ func outInProcess(ctx context.Context, d *Deps) (bool, error) {
 	}
 	if err := d.JS.DeleteConsumer(ctx, d.Names.StreamParsed(), archive.ConsumerOut); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return false, fmt.Errorf("--out consumer: %w", err)
+	}
+	return true, nil
+}
+
+// archiveInProcess tells whether run's --archive is handed its pages and
+// documents in process (archive.Options.Direct): for a crawl whose streams
+// nothing else can read (the caller checks), when the archive's consumers
+// of an earlier run, if any, have nothing left to write; they are deleted
+// then (the streams would keep every page for them). With pages left,
+// this run writes them through the consumers, and the next one goes
+// direct.
+func archiveInProcess(ctx context.Context, d *Deps) (bool, error) {
+	for stream, name := range map[string]string{d.Names.StreamPages(): archive.ConsumerWARC, d.Names.StreamParsed(): archive.ConsumerJSONL} {
+		c, err := d.JS.Consumer(ctx, stream, name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("--archive consumer %s: %w", name, err)
+		}
+		if n, err := bus.Backlog(ctx, d.JS, c); err != nil || n > 0 {
+			return false, err
+		}
+	}
+	if err := archive.DeleteConsumers(ctx, d.JS, d.Names); err != nil {
+		return false, fmt.Errorf("--archive: %w", err)
 	}
 	return true, nil
 }

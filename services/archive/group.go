@@ -26,6 +26,10 @@ type Options struct {
 	MaxDeliver int
 	Log        *slog.Logger
 	Registerer prometheus.Registerer
+	// Direct: the crawl's parser hands every page (HandPage) and document
+	// (HandDoc) in process, and the sinks have no consumers: `trawler run`
+	// when nothing else can read its streams (directSink).
+	Direct bool
 }
 
 // Archive runs a WARC sink and a JSON Lines sink over one directory: what
@@ -67,6 +71,20 @@ func New(o Options) *Archive {
 func (a *Archive) Prepare(ctx context.Context) error {
 	if a.o.Dir == "" {
 		return errors.New("archive: no directory")
+	}
+	if a.prepared {
+		return nil
+	}
+	if a.o.Direct {
+		if err := a.WARC.openDirect(); err != nil {
+			return err
+		}
+		if err := a.JSONL.openDirect(); err != nil {
+			a.WARC.direct.w.close()
+			return err
+		}
+		a.prepared = true
+		return nil
 	}
 	if _, err := EnsureWARC(ctx, a.o.JS, a.o.Names); err != nil {
 		return err
@@ -110,6 +128,20 @@ func (a *Archive) Run(ctx context.Context) error {
 func (a *Archive) Drain(ctx context.Context) error {
 	a.WARC.flush.Now() // nothing more is coming: write each batch as it is pulled
 	a.JSONL.flush.Now()
+	if a.o.Direct {
+		// Every page was handed over before the crawl finished: what is
+		// left is the last sync.
+		for !a.WARC.direct.drained() || !a.JSONL.direct.drained() {
+			select {
+			case <-a.stopped:
+				return nil
+			case <-ctx.Done():
+				return nil
+			case <-time.After(drainPoll):
+			}
+		}
+		return nil
+	}
 	for {
 		n, err := Pending(ctx, a.o.JS, a.o.Names)
 		if err != nil {
@@ -130,6 +162,17 @@ func (a *Archive) Drain(ctx context.Context) error {
 		}
 	}
 }
+
+// Direct reports whether the archive is handed its pages and documents.
+func (a *Archive) Direct() bool { return a.o.Direct }
+
+// HandPage archives a page (a pages.fetched message) in process: Direct
+// only, between Prepare and the end of Run. An error means it is not
+// archived: the page must be done again.
+func (a *Archive) HandPage(m jetstream.Msg) error { return a.WARC.Hand(m) }
+
+// HandDoc writes a parsed document's line in process, as HandPage.
+func (a *Archive) HandDoc(doc []byte) error { return a.JSONL.Hand(doc) }
 
 // Pending counts the messages both sinks have yet to write or acknowledge
 // (bus.Backlog: a page is counted from its publish's ack).

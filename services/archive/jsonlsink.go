@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -43,9 +45,10 @@ type JSONLOptions struct {
 // Parsed document as the parser published it, one line each
 // (messages.AppendParsedLine, the --out file's line too).
 type JSONLSink struct {
-	o     JSONLOptions
-	Stats Stats
-	flush *flushSignal
+	o      JSONLOptions
+	Stats  Stats
+	flush  *flushSignal
+	direct *directSink // handed its documents in process (openDirect)
 }
 
 // NewJSONL builds a JSON Lines sink replica; Run starts it.
@@ -58,25 +61,57 @@ func NewJSONL(o JSONLOptions) *JSONLSink {
 // Run completes the .open files a crashed replica left, then writes lines
 // until ctx ends.
 func (s *JSONLSink) Run(ctx context.Context) error {
-	log := s.o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if done, err := RecoverLines(s.o.Dir); err != nil {
-		return err
-	} else if len(done) > 0 {
-		log.Info("recovered JSON Lines files of a stopped writer", "files", done)
+	if s.direct != nil {
+		return s.direct.run(ctx)
 	}
 	c, err := EnsureJSONL(ctx, s.o.JS, s.o.Names)
 	if err != nil {
 		return starting(ctx, err)
 	}
-	lf, err := newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
+	lf, err := s.open()
 	if err != nil {
 		return err
 	}
 	dlq := bus.DeadLetters{JS: s.o.JS, Names: s.o.Names, Service: "archive", MaxDeliver: s.o.MaxDeliver}
-	return run(ctx, c, &jsonlWriter{f: lf, stats: &s.Stats}, s.flush, dlq, &s.Stats, log)
+	return run(ctx, c, &jsonlWriter{f: lf, stats: &s.Stats}, s.flush, dlq, &s.Stats, s.log())
+}
+
+// openDirect readies the sink to be handed its documents (Hand) instead
+// of reading pages.parsed.
+func (s *JSONLSink) openDirect() error {
+	lf, err := s.open()
+	if err != nil {
+		return err
+	}
+	s.direct = newDirectSink(&jsonlWriter{f: lf, stats: &s.Stats}, &s.Stats, s.log())
+	return nil
+}
+
+// Hand writes the line of a parsed document in process; see
+// directSink.hand.
+func (s *JSONLSink) Hand(doc []byte) error {
+	if s.direct == nil {
+		return errors.New("archive: JSON Lines sink not opened to be handed documents")
+	}
+	return s.direct.hand(bus.NewLocalMsg(&nats.Msg{Data: doc}, nil))
+}
+
+func (s *JSONLSink) log() *slog.Logger {
+	if s.o.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.o.Log
+}
+
+// open completes the .open files a crashed replica left in Dir and opens
+// the line file.
+func (s *JSONLSink) open() (*lineFile, error) {
+	if done, err := RecoverLines(s.o.Dir); err != nil {
+		return nil, err
+	} else if len(done) > 0 {
+		s.log().Info("recovered JSON Lines files of a stopped writer", "files", done)
+	}
+	return newLineFile(s.o.Dir, s.o.Names.Prefix, s.o.MaxSize, s.o.MaxAge)
 }
 
 type jsonlWriter struct {

@@ -3,16 +3,19 @@ package archive_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/internal/testutil"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/warc"
 	"github.com/trawlerhq/trawler/services/archive"
@@ -237,5 +240,68 @@ func TestPendingCountsAPageAsSoonAsItIsPublished(t *testing.T) {
 		if n, err := archive.Pending(ctx, js, names); err != nil || n != uint64(i+1) {
 			t.Fatalf("after %d publishes: %d pending (%v)", i+1, n, err)
 		}
+	}
+}
+
+// `trawler run --archive` without --nats-listen hands the archive its pages
+// and documents in process (Options.Direct): no consumer, the same records
+// and lines, an unarchivable page counted and skipped (the page itself is
+// done), and Drain makes everything written durable.
+func TestArchiveHandedItsPages(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, finish := startArchive(t, archive.Options{JS: js, Names: names, Dir: dir, UserAgent: "test", Log: quiet(), Direct: true})
+	page := func(u, body string) jetstream.Msg {
+		meta, _ := json.Marshal(messages.Page{V: messages.Version, URL: u, Status: 200, FetchedAt: time.Now()})
+		m := nats.NewMsg(names.PagesFetched())
+		m.Header.Set(messages.HeaderPage, string(meta))
+		m.Data = []byte(body)
+		return bus.NewLocalMsg(m, nil)
+	}
+	for _, m := range []jetstream.Msg{page("http://a.test/1", "one"), page("http://a.test/\x01bad", "bad"), page("http://a.test/2", "two")} {
+		if err := a.HandPage(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parsed, _ := json.Marshal(messages.Parsed{V: messages.Version, URL: "http://a.test/1", Status: 200, Outlinks: []string{"http://a.test/2"}})
+	if err := a.HandDoc(parsed); err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(true); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.WARC.Stats.Parked.Load(); got != 1 {
+		t.Errorf("%d pages skipped, want 1", got)
+	}
+	for stream, name := range map[string]string{names.StreamPages(): archive.ConsumerWARC, names.StreamParsed(): archive.ConsumerJSONL} {
+		if _, err := js.Consumer(ctx, stream, name); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Errorf("consumer %s: %v, want none", name, err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+warc.Suffix))
+	var uris []string
+	for _, f := range files {
+		fh, _ := os.Open(f)
+		recs, err := warc.ReadAll(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Get("WARC-Type") == warc.TypeResponse {
+				uris = append(uris, r.Get("WARC-Target-URI"))
+			}
+		}
+	}
+	if len(uris) != 2 || uris[0] != "http://a.test/1" || uris[1] != "http://a.test/2" {
+		t.Errorf("archived responses %v", uris)
+	}
+	lines, _ := filepath.Glob(filepath.Join(dir, "*"+archive.JSONLSuffix))
+	if open, _ := filepath.Glob(filepath.Join(dir, "*"+archive.OpenSuffix)); len(lines) != 1 || len(open) != 0 {
+		t.Fatalf("JSON Lines files %v, open files %v", lines, open)
+	}
+	if data, _ := os.ReadFile(lines[0]); string(data) != string(parsed)+"\n" {
+		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, parsed)
 	}
 }

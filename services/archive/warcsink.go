@@ -34,9 +34,10 @@ type WARCOptions struct {
 
 // WARCSink archives every fetched page as WARC records.
 type WARCSink struct {
-	o     WARCOptions
-	Stats Stats
-	flush *flushSignal
+	o      WARCOptions
+	Stats  Stats
+	flush  *flushSignal
+	direct *directSink // handed its pages in process (openDirect)
 }
 
 // NewWARC builds a WARC sink replica; Run starts it.
@@ -56,20 +57,58 @@ func registerStats(reg prometheus.Registerer, subsystem string, st *Stats) {
 }
 
 // Run first completes the .open files a crashed replica left in Dir, then
-// archives pages until ctx ends and completes its last file.
+// archives pages until ctx ends and completes its last file. A sink
+// opened to be handed its pages (openDirect) archives what Hand gives it.
 func (s *WARCSink) Run(ctx context.Context) error {
-	log := s.o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if done, err := warc.Recover(s.o.Dir); err != nil {
-		return err
-	} else if len(done) > 0 {
-		log.Info("recovered WARC files of a stopped writer", "files", done)
+	if s.direct != nil {
+		return s.direct.run(ctx)
 	}
 	c, err := EnsureWARC(ctx, s.o.JS, s.o.Names)
 	if err != nil {
 		return starting(ctx, err)
+	}
+	w, err := s.open()
+	if err != nil {
+		return err
+	}
+	dlq := bus.DeadLetters{JS: s.o.JS, Names: s.o.Names, Service: "archive", MaxDeliver: s.o.MaxDeliver}
+	return run(ctx, c, &warcWriter{w: w, ua: s.o.UserAgent, stats: &s.Stats}, s.flush, dlq, &s.Stats, s.log())
+}
+
+// openDirect readies the sink to be handed its pages (Hand) instead of
+// reading pages.fetched.
+func (s *WARCSink) openDirect() error {
+	w, err := s.open()
+	if err != nil {
+		return err
+	}
+	s.direct = newDirectSink(&warcWriter{w: w, ua: s.o.UserAgent, stats: &s.Stats}, &s.Stats, s.log())
+	return nil
+}
+
+// Hand archives page message m (a pages.fetched message) in process; see
+// directSink.hand.
+func (s *WARCSink) Hand(m jetstream.Msg) error {
+	if s.direct == nil {
+		return errors.New("archive: WARC sink not opened to be handed pages")
+	}
+	return s.direct.hand(m)
+}
+
+func (s *WARCSink) log() *slog.Logger {
+	if s.o.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.o.Log
+}
+
+// open completes the .open files a crashed replica left in Dir and opens
+// the writer.
+func (s *WARCSink) open() (*warc.Writer, error) {
+	if done, err := warc.Recover(s.o.Dir); err != nil {
+		return nil, err
+	} else if len(done) > 0 {
+		s.log().Info("recovered WARC files of a stopped writer", "files", done)
 	}
 	host, _ := os.Hostname()
 	w, err := warc.NewWriter(warc.Options{
@@ -82,11 +121,7 @@ func (s *WARCSink) Run(ctx context.Context) error {
 			{Name: "description", Value: "HTTP heads rebuilt from Trawler's fetch metadata; bodies as received, Content-Encoding undone"},
 		},
 	})
-	if err != nil {
-		return err
-	}
-	dlq := bus.DeadLetters{JS: s.o.JS, Names: s.o.Names, Service: "archive", MaxDeliver: s.o.MaxDeliver}
-	return run(ctx, c, &warcWriter{w: w, ua: s.o.UserAgent, stats: &s.Stats}, s.flush, dlq, &s.Stats, log)
+	return w, err
 }
 
 type warcWriter struct {

@@ -130,7 +130,16 @@ type Service struct {
 	lineage *lineage  // SharkSearch only
 	dups    *nearDups // nil: near-duplicates off
 	docsTo  func(taskID string, doc []byte) error
+	pagesTo func(jetstream.Msg) error
 	Stats   Stats
+}
+
+// ArchivePagesTo makes the parser give every page message it handles to
+// archive before it parses it (`trawler run --archive` when nothing else
+// can read pages.fetched: archive.Archive.HandPage). An error hands the
+// page back, to come again. Call it before Run.
+func (s *Service) ArchivePagesTo(archive func(jetstream.Msg) error) {
+	s.pagesTo = archive
 }
 
 // HandDocsTo makes the parser give every document, text included, to
@@ -232,6 +241,13 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	if err != nil {
 		s.dlq.ParkOrLog(ctx, m, err.Error(), s.o.Log)
 		return
+	}
+	if s.pagesTo != nil {
+		if err := s.pagesTo(m); err != nil {
+			s.o.Log.Warn("archiving the page failed; page will be redelivered", "url", page.URL, "err", err)
+			_ = m.NakWithDelay(bus.Backoff(3))
+			return
+		}
 	}
 	doc, follow, err := s.parse(ctx, page, m.Data())
 	if err != nil {
