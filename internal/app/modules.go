@@ -175,7 +175,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 // durable consumer behind, which would stop the crawl.
 func backlogReaders(cfg config.Config, d *Deps) []string {
 	readers := []string{d.Names.ConsumerParser()}
-	if cfg.Archive != "" {
+	if cfg.Archive != "" && !d.archiveInProcess {
 		readers = append(readers, archive.ConsumerWARC)
 	}
 	return readers
