@@ -56,21 +56,7 @@ func TestUnarchivablePagesAreDeadLettered(t *testing.T) {
 	if info, _ := st.Info(context.Background()); info.State.Msgs != 3 {
 		t.Errorf("dead-letter stream holds %d messages, want 3", info.State.Msgs)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*"+warc.Suffix))
-	var uris []string
-	for _, f := range files {
-		fh, _ := os.Open(f)
-		recs, err := warc.ReadAll(fh)
-		fh.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Get("WARC-Type") == warc.TypeResponse {
-				uris = append(uris, r.Get("WARC-Target-URI"))
-			}
-		}
-	}
+	uris := responseURIs(t, dir)
 	if len(uris) != 2 || uris[0] != "http://a.test/1" || uris[1] != "http://a.test/2" {
 		t.Errorf("archived responses %v", uris)
 	}
@@ -279,6 +265,23 @@ func TestArchiveHandedItsPages(t *testing.T) {
 			t.Errorf("consumer %s: %v, want none", name, err)
 		}
 	}
+	uris := responseURIs(t, dir)
+	if len(uris) != 2 || uris[0] != "http://a.test/1" || uris[1] != "http://a.test/2" {
+		t.Errorf("archived responses %v", uris)
+	}
+	lines, _ := filepath.Glob(filepath.Join(dir, "*"+archive.JSONLSuffix))
+	if open, _ := filepath.Glob(filepath.Join(dir, "*"+archive.OpenSuffix)); len(lines) != 1 || len(open) != 0 {
+		t.Fatalf("JSON Lines files %v, open files %v", lines, open)
+	}
+	if data, _ := os.ReadFile(lines[0]); string(data) != string(parsed)+"\n" {
+		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, parsed)
+	}
+}
+
+// responseURIs are the target URIs of the response records in dir's WARC
+// files, in order.
+func responseURIs(t *testing.T, dir string) []string {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*"+warc.Suffix))
 	var uris []string
 	for _, f := range files {
@@ -294,14 +297,5 @@ func TestArchiveHandedItsPages(t *testing.T) {
 			}
 		}
 	}
-	if len(uris) != 2 || uris[0] != "http://a.test/1" || uris[1] != "http://a.test/2" {
-		t.Errorf("archived responses %v", uris)
-	}
-	lines, _ := filepath.Glob(filepath.Join(dir, "*"+archive.JSONLSuffix))
-	if open, _ := filepath.Glob(filepath.Join(dir, "*"+archive.OpenSuffix)); len(lines) != 1 || len(open) != 0 {
-		t.Fatalf("JSON Lines files %v, open files %v", lines, open)
-	}
-	if data, _ := os.ReadFile(lines[0]); string(data) != string(parsed)+"\n" {
-		t.Errorf("JSON Lines file:\n%s\nwant\n%s", data, parsed)
-	}
+	return uris
 }
