@@ -144,10 +144,11 @@ func (s *Service) ArchivePagesTo(archive func(jetstream.Msg) error) {
 
 // HandDocsTo makes the parser give every document, text included, to
 // write before it publishes the page's links, and publish the document
-// without its text: for `trawler run --out` when nothing else can read
-// pages.parsed, whose file then gets its lines without the stream storing
-// them (archive.Out.Write). An error from write hands the page back, to be
-// parsed again. Call it before Run.
+// without its text: for `trawler run --out` and `--archive` when nothing
+// else can read pages.parsed, whose files then get their lines without the
+// stream storing them (archive.Out.Write, archive.Archive.HandDoc). An
+// error from write hands the page back, to be parsed again. Call it before
+// Run.
 func (s *Service) HandDocsTo(write func(taskID string, doc []byte) error) {
 	s.docsTo = write
 }
