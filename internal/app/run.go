@@ -316,52 +316,46 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 // outInProcess tells whether run's --out writer takes its documents from
 // the parser in process (archive.OutOptions.Direct) rather than from
 // pages.parsed: when the pages go to the parser in process too, nothing
-// else can read that stream, and the writer's consumer of an earlier run,
-// if any, has nothing left to write, and is deleted (the stream would keep
-// every document for it). With documents left, this run writes them
-// through the consumer, and the next one goes direct.
+// else can read that stream; see consumersDone.
 func outInProcess(ctx context.Context, d *Deps) (bool, error) {
 	if !d.pagesInProcess {
 		return false, nil
 	}
-	c, err := d.JS.Consumer(ctx, d.Names.StreamParsed(), archive.ConsumerOut)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("--out consumer: %w", err)
-	}
-	if n, err := bus.Backlog(ctx, d.JS, c); err != nil || n > 0 {
-		return false, err
-	}
-	if err := d.JS.DeleteConsumer(ctx, d.Names.StreamParsed(), archive.ConsumerOut); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return false, fmt.Errorf("--out consumer: %w", err)
-	}
-	return true, nil
+	return consumersDone(ctx, d, "--out", map[string]string{d.Names.StreamParsed(): archive.ConsumerOut})
 }
 
 // archiveInProcess tells whether run's --archive is handed its pages and
-// documents in process (archive.Options.Direct): for a crawl whose streams
-// nothing else can read (the caller checks), when the archive's consumers
-// of an earlier run, if any, have nothing left to write; they are deleted
-// then (the streams would keep every page for them). With pages left,
-// this run writes them through the consumers, and the next one goes
-// direct.
+// documents in process (archive.Options.Direct), for a crawl whose streams
+// nothing else can read (the caller checks); see consumersDone.
 func archiveInProcess(ctx context.Context, d *Deps) (bool, error) {
-	for stream, name := range map[string]string{d.Names.StreamPages(): archive.ConsumerWARC, d.Names.StreamParsed(): archive.ConsumerJSONL} {
+	return consumersDone(ctx, d, "--archive", map[string]string{
+		d.Names.StreamPages(): archive.ConsumerWARC, d.Names.StreamParsed(): archive.ConsumerJSONL})
+}
+
+// consumersDone reports whether a sink's durable consumers (stream ->
+// name) that an earlier run with --nats-listen left, if any, have nothing
+// left to write; it deletes them then, or their streams would keep every
+// message for them. With messages left, this run writes them through the
+// consumers, and the next one goes in process.
+func consumersDone(ctx context.Context, d *Deps, flag string, consumers map[string]string) (bool, error) {
+	var found []string
+	for stream, name := range consumers {
 		c, err := d.JS.Consumer(ctx, stream, name)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("--archive consumer %s: %w", name, err)
+			return false, fmt.Errorf("%s consumer %s: %w", flag, name, err)
 		}
 		if n, err := bus.Backlog(ctx, d.JS, c); err != nil || n > 0 {
 			return false, err
 		}
+		found = append(found, stream, name)
 	}
-	if err := archive.DeleteConsumers(ctx, d.JS, d.Names); err != nil {
-		return false, fmt.Errorf("--archive: %w", err)
+	for i := 0; i < len(found); i += 2 {
+		if err := d.JS.DeleteConsumer(ctx, found[i], found[i+1]); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return false, fmt.Errorf("%s consumer %s: %w", flag, found[i+1], err)
+		}
 	}
 	return true, nil
 }
