@@ -59,6 +59,9 @@ type Deps struct {
 	// archiveInProcess is set by run for --archive when the parser hands
 	// the archive its pages and documents (archive.Options.Direct).
 	archiveInProcess bool
+	// tasks is set by run when closed: the frontier gives fetch tasks to
+	// the fetcher in process (bus.Inbox) instead of the fetch stream.
+	tasks *bus.Inbox
 
 	closers []func() error
 }

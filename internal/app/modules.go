@@ -137,6 +137,7 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 		MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
 		Limits:  store.Limits{HostBudget: cfg.HostBudget(), HostQueue: cfg.MaxQueuePerHost},
 		Revisit: sched,
+		Inbox:   d.tasks,
 		Log:     log, Registerer: d.Registry,
 	}), nil
 }
@@ -157,7 +158,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
-		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed,
+		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed, Inbox: d.tasks,
 		Backlog: backlog, BacklogReaders: backlogReaders(cfg, d),
 		HTTP: fetcher.HTTPOptions{
 			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,

@@ -198,6 +198,11 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	var fetch *fetcher.Service
 	var parse *parser.Service
 	svcs := make([]Runner, len(Services))
+	if d.closed {
+		// Nothing but this process's fetcher can take a fetch task: the
+		// frontier hands them over in process while the fetcher has room.
+		d.tasks = bus.NewInbox(d.Names.StreamFetch(), cfg.FetchWorkers)
+	}
 	for i, name := range Services {
 		svc, err := NewService(runCtx, name, d)
 		if err != nil {

@@ -59,6 +59,9 @@ type Options struct {
 	// NATS bucket: for a fetcher no other can share addresses with
 	// (`trawler run` without a NATS listener).
 	LocalIPGate bool
+	// Inbox, when set, brings tasks from the frontier of this process
+	// beside those of the fetch stream (frontier.Options.Inbox).
+	Inbox *bus.Inbox
 	// Backlog: fetching waits while more than this many fetched pages wait
 	// for BacklogReaders, consumers of pages.fetched (default: the
 	// parser's); 0 turns the limit off (--fetch-backlog, backlog.go).
@@ -245,6 +248,10 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Tasks handed in process come in beside the stream's; once the
+	// workers stop, the frontier publishes its tasks again.
+	msgs = s.o.Inbox.Merge(ctx, msgs)
+	defer s.o.Inbox.Close()
 	defer s.client.CloseIdleConnections()
 	if b := s.backlog; b != nil {
 		b.keepAlive = s.keepAliveEvery

@@ -97,6 +97,12 @@ type Options struct {
 	// Revisit, when set, makes the crawl continuous: every fetched URL is
 	// scheduled again after an adaptive interval (revisit.go).
 	Revisit *revisit.Schedule
+	// Inbox, when set, carries tasks to the fetcher of this process instead
+	// of the fetch stream while it has room (`trawler run` without
+	// --nats-listen). A task handed and not yet acked counts as sent when a
+	// partition reloads; after a crash nothing of it is left, and the load
+	// publishes the tasks in flight that no stream holds.
+	Inbox *bus.Inbox
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -118,6 +124,9 @@ type Stats struct {
 	// Reserved counts tasks published from a host's reservation, before
 	// the write that records them (part of Issued).
 	Reserved atomic.Int64
+	// Handed counts tasks given to the fetcher in process (Options.Inbox)
+	// rather than published (part of Issued).
+	Handed atomic.Int64
 	// Revisits counts URLs moved from the revisit schedule to their host
 	// queues (part of Enqueued).
 	Revisits atomic.Int64
@@ -187,6 +196,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
+			bus.Counter{Name: "tasks_handed_total", Help: "Fetch tasks given to the fetcher of this process without the fetch stream (trawler run without --nats-listen; part of tasks_issued_total).", Value: &s.Stats.Handed},
 			bus.Counter{Name: "revisits_queued_total", Help: "URLs moved from the revisit schedule into their host queues, due again (a continuous crawl; part of urls_enqueued_total).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},

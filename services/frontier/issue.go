@@ -203,7 +203,7 @@ func (pt *partition) publishReserved(ctx context.Context, reqs []store.Issue) {
 		return
 	}
 	msgs, ids := pt.taskMsgs(tasks)
-	if bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) != nil {
+	if pt.send(ctx, msgs, ids) != nil {
 		return
 	}
 	if pt.published == nil {
@@ -335,13 +335,24 @@ func (pt *partition) publishEarly(ctx context.Context, tasks []store.InFlight) b
 		return true
 	}
 	msgs, ids := pt.taskMsgs(tasks)
-	return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) == nil
+	return pt.send(ctx, msgs, ids) == nil
 }
 
 // publish sends tasks to the fetchers; the task ID is the message ID.
 func (pt *partition) publish(ctx context.Context, tasks []store.InFlight) error {
 	msgs, ids := pt.taskMsgs(tasks)
-	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return bus.PublishAll(ctx, pt.s.o.JS, msgs, ids) })
+	return bus.Retry(ctx, "publish tasks", pt.log.Warn, nil, func() error { return pt.send(ctx, msgs, ids) })
+}
+
+// send gives tasks to the fetcher in this process when there is one with
+// room (Options.Inbox), else publishes them to the fetch stream.
+func (pt *partition) send(ctx context.Context, msgs []*nats.Msg, ids []string) error {
+	n := pt.s.o.Inbox.Hand(msgs, ids)
+	pt.s.Stats.Handed.Add(int64(n))
+	if n == len(msgs) {
+		return nil
+	}
+	return bus.PublishAll(ctx, pt.s.o.JS, msgs[n:], ids[n:])
 }
 
 // taskMsgs are the fetch task messages of tasks and their message IDs.

@@ -6,6 +6,7 @@ package frontier
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -121,6 +122,11 @@ func (pt *partition) unpublished(ctx context.Context, tasks []store.InFlight) ([
 	}
 	if err := scan(pt.s.o.Names.StreamFrontier(), pt.s.o.Names.FrontierDone(pt.p), doneID); err != nil {
 		return nil, err
+	}
+	// Handed to this process's fetcher and not yet done: as good as in
+	// the stream (a partition reloading within the process).
+	for _, id := range pt.s.o.Inbox.HeldOn(pt.s.o.Names.Fetch(pt.p)) {
+		seen[strings.TrimPrefix(id, "task:")] = true
 	}
 	var lost []store.InFlight
 	for _, t := range tasks {
