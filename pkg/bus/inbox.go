@@ -19,7 +19,7 @@ import (
 // An Inbox holds nothing durable. Its sender must be able to tell, after a
 // crash, which messages were never handled, and send them again; the
 // frontier can (a task recorded in flight is published again when neither
-// the fetch stream nor a done report holds it). Within the process, Held
+// the fetch stream nor a done report holds it). Within the process, HeldOn
 // says which messages were handed and not yet acked or terminated, which
 // the sender counts as sent when it reloads.
 //
@@ -61,19 +61,8 @@ func (in *Inbox) Hand(msgs []*nats.Msg, ids []string) int {
 	return n
 }
 
-// Held reports whether the message with ID id was handed and is not yet
-// acked or terminated: it is waiting, being handled, or handed back.
-func (in *Inbox) Held(id string) bool {
-	if in == nil {
-		return false
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	_, ok := in.held[id]
-	return ok
-}
-
-// HeldOn returns the IDs of the messages on subject that Held reports.
+// HeldOn returns the IDs of the messages on subject that were handed and
+// are not yet acked or terminated: waiting, being handled, or handed back.
 func (in *Inbox) HeldOn(subject string) []string {
 	if in == nil {
 		return nil

@@ -21,6 +21,10 @@ func inboxMsgs(subject string, ids ...string) ([]*nats.Msg, []string) {
 	return msgs, ids
 }
 
+// held reports whether id is among the inbox's messages on fetch.1 not yet
+// acked or terminated.
+func held(in *bus.Inbox, id string) bool { return slices.Contains(in.HeldOn("fetch.1"), id) }
+
 func receive(t *testing.T, ch <-chan jetstream.Msg) jetstream.Msg {
 	t.Helper()
 	select {
@@ -47,7 +51,7 @@ func TestInboxHandsHoldsAndRedelivers(t *testing.T) {
 	if n := in.Hand(inboxMsgs("fetch.1", "a", "b", "c")); n != 2 {
 		t.Fatalf("an empty inbox of two took %d of three messages", n)
 	}
-	if in.Held("c") {
+	if held(in, "c") {
 		t.Fatal("a message not taken is held")
 	}
 	if n := in.Hand(inboxMsgs("fetch.2", "c")); n != 0 {
@@ -68,7 +72,7 @@ func TestInboxHandsHoldsAndRedelivers(t *testing.T) {
 	_ = a.NakWithDelay(10 * time.Millisecond)
 	b := receive(t, out)
 	_ = b.Ack()
-	if in.Held("b") || !in.Held("a") {
+	if held(in, "b") || !held(in, "a") {
 		t.Fatal("an acked message still held, or a handed-back one not")
 	}
 	again := receive(t, out)
@@ -80,7 +84,7 @@ func TestInboxHandsHoldsAndRedelivers(t *testing.T) {
 	}
 	_ = again.Term()
 	_ = again.Nak() // after Term: nothing comes back
-	if in.Held("a") {
+	if held(in, "a") {
 		t.Fatal("a terminated message still held")
 	}
 
@@ -116,7 +120,7 @@ func TestInboxHandsHoldsAndRedelivers(t *testing.T) {
 	}
 
 	var nilInbox *bus.Inbox
-	if nilInbox.Hand(inboxMsgs("fetch.1", "x")) != 0 || nilInbox.Held("x") || nilInbox.HeldOn("fetch.1") != nil {
+	if nilInbox.Hand(inboxMsgs("fetch.1", "x")) != 0 || nilInbox.HeldOn("fetch.1") != nil {
 		t.Fatal("a nil inbox took or holds something")
 	}
 	nilInbox.Close()
