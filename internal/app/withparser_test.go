@@ -99,19 +99,11 @@ func pagesPublished(t *testing.T, ctx context.Context, natsURL, prefix string) u
 // fetcher holds it; every host still sees one request at a time and gaps of
 // at least the delay, and each URL is fetched once.
 func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
-	site := testsite.New()
-	hosts := []*testsite.Host{site.AddHost(t, "ia-a", "127.0.3.1"), site.AddHost(t, "ia-b", "127.0.3.2")}
-	testsite.Generate(hosts, 12, 3, 11)
-	var seeds []string
-	for _, h := range hosts {
-		seeds = append(seeds, h.URL("/"))
-	}
-	want := site.Reachable(seeds, func(*urlURL) bool { return true }, -1)
+	site, hosts, seeds, want := twoHostSite(t, 11, "ia-a", "127.0.3.1", "ia-b", "127.0.3.2")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := clusterConfig(t, seeds)
-	const delay = 60 * time.Millisecond
-	cfg.PolitenessDelay, cfg.PolitenessFactor, cfg.IssueAhead = delay, 0, 150*time.Millisecond
+	cfg.PolitenessDelay, cfg.PolitenessFactor, cfg.IssueAhead = issueAheadDelay, 0, 150*time.Millisecond
 	// Watch the tasks go by: some must leave ahead, saying for how long.
 	nc, err := nats.Connect(cfg.NATSURL)
 	if err != nil {
@@ -120,7 +112,7 @@ func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
 	defer nc.Close()
 	var ahead atomic.Int32
 	sub, err := nc.Subscribe(cfg.Prefix+".fetch.>", func(m *nats.Msg) {
-		if ns, err := strconv.ParseInt(m.Header.Get(messages.HeaderHoldFor), 10, 64); err == nil && ns > 0 && ns <= int64(delay) {
+		if ns, err := strconv.ParseInt(m.Header.Get(messages.HeaderHoldFor), 10, 64); err == nil && ns > 0 && ns <= int64(issueAheadDelay) {
 			ahead.Add(1)
 		}
 	})
@@ -133,6 +125,30 @@ func TestServicesIssueAheadKeepsTheGap(t *testing.T) {
 	if n := ahead.Load(); n < int32(len(want))/2 {
 		t.Errorf("%d of %d tasks issued ahead of their gap's end, want most", n, len(want))
 	}
+	assertGapsAtLeast(t, hosts, issueAheadDelay)
+}
+
+// issueAheadDelay is the politeness delay of the --issue-ahead tests.
+const issueAheadDelay = 60 * time.Millisecond
+
+// twoHostSite serves two generated hosts (name, IP, name, IP) and returns
+// their home pages as seeds and every URL reachable from them.
+func twoHostSite(t *testing.T, seed uint64, nameA, ipA, nameB, ipB string) (*testsite.Site, []*testsite.Host, []string, []string) {
+	t.Helper()
+	site := testsite.New()
+	hosts := []*testsite.Host{site.AddHost(t, nameA, ipA), site.AddHost(t, nameB, ipB)}
+	testsite.Generate(hosts, 12, 3, seed)
+	var seeds []string
+	for _, h := range hosts {
+		seeds = append(seeds, h.URL("/"))
+	}
+	return site, hosts, seeds, site.Reachable(seeds, func(*urlURL) bool { return true }, -1)
+}
+
+// assertGapsAtLeast checks each host's smallest gap between requests, as
+// the server saw it.
+func assertGapsAtLeast(t *testing.T, hosts []*testsite.Host, delay time.Duration) {
+	t.Helper()
 	for _, h := range hosts {
 		if g := h.MinGap(); g < delay {
 			t.Errorf("host %s: smallest gap %v, want at least %v", h.Name, g, delay)
