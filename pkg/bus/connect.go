@@ -1,7 +1,9 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -77,3 +79,22 @@ func Connect(url, name string, o ConnectOptions) (*nats.Conn, error) {
 // Redact returns a NATS URL list with every password and token replaced by
 // "xxxxx", for logs and errors (redact.URLs).
 func Redact(urls string) string { return redact.URLs(urls) }
+
+// ClientErrors returns a handler for the client's asynchronous errors that
+// puts each on log as one line saying what follows from it (the client's
+// default prints a bare "nats: slow consumer" to stderr).
+func ClientErrors(log *slog.Logger) nats.ErrHandler {
+	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			log.Warn("NATS dropped messages this process did not take in time; JetStream delivers them again after their ack wait (a slow or overloaded process: give it more CPU)",
+				"subject", subject)
+			return
+		}
+		log.Warn("NATS client error; the connection stays up (see the NATS server's log, and this client's permissions if it says so)",
+			"subject", subject, "err", err)
+	}
+}

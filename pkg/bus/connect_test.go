@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/trawlerhq/trawler/pkg/bus"
@@ -154,4 +157,22 @@ func testTLS(t *testing.T, dir string) (string, *tls.Config) {
 	caFile := filepath.Join(dir, "ca.pem")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600)
 	return caFile, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+}
+
+// The client's asynchronous errors reach the log as one line that says
+// what follows, not the client's bare "nats: slow consumer" on stderr.
+func TestClientErrorsSayWhatFollows(t *testing.T) {
+	var buf strings.Builder
+	handle := bus.ClientErrors(slog.New(slog.NewTextHandler(&buf, nil)))
+	handle(nil, &nats.Subscription{Subject: "_INBOX.x"}, nats.ErrSlowConsumer)
+	handle(nil, nil, errors.New("nats: permissions violation"))
+	out := buf.String()
+	for _, want := range []string{"delivers them again after their ack wait", "subject=_INBOX.x", "permissions violation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log %q lacks %q", out, want)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("%d lines for two errors: %q", n, out)
+	}
 }

@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -45,79 +44,121 @@ func PullBatches(ctx context.Context, c jetstream.Consumer, buffer int) (<-chan 
 // for nothing more, and the consumer's messages wait for the heartbeat
 // monitor: at the former heartbeat of half the expiry, a host partition of
 // the services stood still for 10 s a few seconds into every crawl
-// (TestPullGoesOnWhenTheServerDropsAnExpiredRequest). A heartbeat is a
+// (TestPullRequestsAskForAShortHeartbeat). A heartbeat is a
 // header-only message a second per idle request. Variables for tests.
 var (
 	pullExpiry    = 30 * time.Second
 	pullHeartbeat = time.Second
 )
 
+// pullMaxBytes bounds the bytes a pull request asks for, so that what the
+// server sends while the handler is busy stays under the client's pending
+// limit for a subscription (64 MB). It is raised to twice the server's
+// max_payload where that is larger: a message over a request's bytes is
+// never delivered.
+const pullMaxBytes = 16 << 20
+
+// pull runs the consumer's messages through a callback (Consume) that hands
+// them to the channel, blocking while the reader is busy. Not the client's
+// iterator (Messages): it keeps the messages asked for and the server's idle
+// heartbeats in one channel as long as the messages asked for, so a reader
+// away for a few heartbeats (a fetcher held back by the parser's backlog, a
+// busy parser) had heartbeats fill it and the next message dropped ("slow
+// consumer"), back only after its ack wait: the services stood still 30 s
+// (TestPullLosesNothingWhileItsReaderIsAway). A callback's subscription
+// queues heartbeats behind the message being handed over, and the client
+// stops watching for them while a callback runs.
 func pull(ctx context.Context, c jetstream.Consumer, buffer, queue int) (<-chan jetstream.Msg, error) {
-	opts := []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(buffer), jetstream.PullExpiry(pullExpiry)}
+	d, _ := c.(*Durable)
+	maxBytes := pullMaxBytes
+	if d != nil {
+		maxBytes = max(maxBytes, 2*int(d.js.Conn().MaxPayload()))
+	}
+	out := make(chan jetstream.Msg, queue)
+	var (
+		mu     sync.RWMutex
+		closed bool // out is closed: a late callback must not send on it
+	)
+	handle := func(m jetstream.Msg) {
+		mu.RLock()
+		defer mu.RUnlock()
+		if closed || ctx.Err() != nil {
+			return // left alone: JetStream delivers it again after its ack wait
+		}
+		select {
+		case out <- m:
+		case <-ctx.Done():
+		}
+	}
+	errs := make(chan error, 1)
+	opts := []jetstream.PullConsumeOpt{
+		jetstream.PullMaxMessagesWithBytesLimit(buffer, maxBytes),
+		jetstream.PullExpiry(pullExpiry),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			select {
+			case errs <- err:
+			default: // one pending is enough: it only asks for a check
+			}
+		}),
+	}
 	if pullHeartbeat > 0 {
 		opts = append(opts, jetstream.PullHeartbeat(pullHeartbeat))
 	}
-	open := func() (jetstream.MessagesContext, error) {
-		return c.Messages(opts...)
-	}
-	first, err := open()
+	cc, err := c.Consume(handle, opts...)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu sync.Mutex
-		it = first // replaced when the server stops it (a lost consumer)
-	)
-	current := func() jetstream.MessagesContext { mu.Lock(); defer mu.Unlock(); return it }
-	out := make(chan jetstream.Msg, queue)
+	reopens := 0 // failed reopens in a row
 	go func() {
-		<-ctx.Done()
-		mu.Lock()
-		defer mu.Unlock()
-		it.Drain() // stop pulling; Next still returns what is buffered
-	}()
-	d, _ := c.(*Durable)
-	go func() {
-		defer close(out)
+		defer func() {
+			mu.Lock()
+			closed = true
+			close(out)
+			mu.Unlock()
+		}()
 		for {
-			msg, err := current().Next()
-			if err != nil {
-				closed := errors.Is(err, jetstream.ErrMsgIteratorClosed)
-				if closed && (d == nil || ctx.Err() != nil) {
-					return
+			select {
+			case <-ctx.Done():
+				// Drain: the unsubscribe seen by the server before the
+				// channel closes (PullOwned); what was pulled is dropped
+				// by handle and comes back after its ack wait.
+				cc.Drain()
+				select {
+				case <-cc.Closed():
+				case <-time.After(stopWait):
+					cc.Stop()
 				}
-				// Heartbeat misses and reconnects are transient: the
-				// iterator keeps pulling; do not spin on a dead link. A
-				// consumer the server lost is created again, and an
-				// iterator the server stopped is opened again.
-				if d != nil && ctx.Err() == nil {
+				return
+			case <-errs:
+				// Missed heartbeats and reconnects are ridden out by the
+				// client; a consumer the server lost is created again.
+				if d != nil {
 					if _, rerr := d.restore(ctx); rerr != nil && ctx.Err() == nil {
 						d.log.Warn("nothing is pulled until the consumer exists; trying again at the next missed heartbeat", "err", rerr)
 					}
-					if closed || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
-						if next, oerr := open(); oerr == nil {
-							mu.Lock()
-							if ctx.Err() == nil {
-								it = next
-							} else {
-								next.Stop()
-							}
-							mu.Unlock()
-						}
-					}
+				}
+			case <-cc.Closed():
+				// Stopped by the client: the consumer deleted, a bad
+				// request, the connection closed.
+				if ctx.Err() != nil || d == nil {
+					return
+				}
+				if _, rerr := d.restore(ctx); rerr != nil && ctx.Err() == nil && reopens == 0 {
+					d.log.Warn("nothing is pulled until the consumer exists; trying again", "err", rerr)
+				}
+				next, oerr := c.Consume(handle, opts...)
+				if oerr == nil {
+					cc, reopens = next, 0
+					continue
+				}
+				if reopens++; reopens == 1 {
+					d.log.Warn("cannot pull from the consumer again (NATS unreachable?); trying again with a growing wait up to 10 s",
+						"consumer", d.cfg.Durable, "err", oerr)
 				}
 				select {
 				case <-ctx.Done():
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(Backoff(reopens)): // do not spin on a dead link
 				}
-				continue
-			}
-			if ctx.Err() != nil {
-				continue
-			}
-			select {
-			case out <- msg:
-			case <-ctx.Done():
 			}
 		}
 	}()

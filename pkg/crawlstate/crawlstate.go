@@ -144,8 +144,12 @@ func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jets
 // all its runs: the pages stream's count, or the parsed stream's where the
 // fetcher hands pages to the parser in process (`run` without a NATS
 // listener; only the frontier's records of URLs given up go through the
-// pages stream there). Each page yields one parsed document.
-func (s Snapshot) PagesTotal() uint64 { return max(s.Pages.LastSeq, s.Parsed.LastSeq) }
+// pages stream there). Each page yields one parsed document, on the parsed
+// stream or, where nothing could read it there, counted by the store
+// (store.Stats.ParsedInProcess).
+func (s Snapshot) PagesTotal() uint64 {
+	return max(s.Pages.LastSeq, s.Parsed.LastSeq+s.Store.ParsedInProcess)
+}
 
 // BudgetSpent reports whether --max-pages fetches have been issued.
 func (s Snapshot) BudgetSpent() bool {
@@ -188,7 +192,7 @@ func (s Snapshot) Waiting() string {
 func (s Snapshot) Still(later Snapshot) bool {
 	return s.Discovered.still(later.Discovered) && s.Frontier.still(later.Frontier) &&
 		s.Fetch.still(later.Fetch) && s.Pages.LastSeq == later.Pages.LastSeq &&
-		s.Parsed.LastSeq == later.Parsed.LastSeq &&
+		s.Parsed.LastSeq == later.Parsed.LastSeq && s.Store.ParsedInProcess == later.Store.ParsedInProcess &&
 		s.Store.Enqueued == later.Store.Enqueued && s.Store.Issued == later.Store.Issued
 }
 

@@ -69,6 +69,9 @@ const (
 	// out (Limits.HostQueue); the rest went over a host's budget.
 	metaDroppedQueue = "dropped_queue"
 	globalIssued     = "issued"
+	// globalParsedInProcess counts the pages whose documents went to no
+	// stream (Bolt.CountParsedInProcess).
+	globalParsedInProcess = "parsed_in_process"
 )
 
 // orderStart is where head and tail start, so that both appends (tail up)
@@ -127,6 +130,7 @@ func OpenBoltWith(path string, o BoltOptions) (*Bolt, error) {
 		g, err := tx.CreateBucketIfNotExists(bucketGlobal)
 		if err == nil {
 			budget.issued = getU64(g, globalIssued)
+			budget.parsed = getU64(g, globalParsedInProcess)
 		}
 		return err
 	})

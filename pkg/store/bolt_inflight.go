@@ -7,7 +7,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -37,7 +36,7 @@ func (b *Bolt) Expire(ctx context.Context, p int, host, taskID string, maxAttemp
 		}
 		counters := []kv{{metaInFlight, getU64(meta, metaInFlight) - 1}}
 		if in.Task.Attempt < maxAttempts {
-			data, err := json.Marshal(retry(in))
+			data, err := marshal(retry(in))
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -213,14 +212,14 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 			continue
 		}
 		var q Queued
-		if err := json.Unmarshal(val, &q); err != nil {
+		if err := unmarshal(val, &q); err != nil {
 			return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, key, err)
 		}
 		if derived {
 			r.TaskID = DerivedTaskID(p, key, q)
 		}
 		in := newInFlight(p, q, r)
-		data, err := json.Marshal(in)
+		data, err := marshal(in)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +243,7 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 			// will take unless a URL ranked above it arrives first.
 			if k, v := queueHead(queue, r.Host); k != nil {
 				var nq Queued
-				if err := json.Unmarshal(v, &nq); err != nil {
+				if err := unmarshal(v, &nq); err != nil {
 					return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, k, err)
 				}
 				in.Next = &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, nq), Queued: nq}

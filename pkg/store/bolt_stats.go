@@ -36,11 +36,13 @@ func (b *Bolt) TakeBudget(ctx context.Context, n, max int) (int, error) {
 	return b.budget.take(n, max), nil
 }
 
-// pageBudget is the crawl-wide page budget taken so far, in memory; the
-// group commit writes it into every transaction after it moved.
+// pageBudget is the crawl-wide page budget taken so far, in memory, and the
+// count of pages parsed in process (CountParsedInProcess); the group commit
+// writes them into every transaction after they moved.
 type pageBudget struct {
 	mu     sync.Mutex
 	issued uint64 // taken so far
+	parsed uint64 // pages parsed in process with no document on a stream
 }
 
 func (pb *pageBudget) take(n, max int) int {
@@ -60,12 +62,37 @@ func (pb *pageBudget) taken() uint64 {
 // flush writes the budget taken so far into tx when it differs from the
 // file's; every group transaction ends with it.
 func (pb *pageBudget) flush(tx *bolt.Tx) error {
-	issued := pb.taken()
+	pb.mu.Lock()
+	issued, parsed := pb.issued, pb.parsed
+	pb.mu.Unlock()
 	g := tx.Bucket(bucketGlobal)
-	if getU64(g, globalIssued) == issued {
-		return nil
+	var moved []kv
+	if getU64(g, globalIssued) != issued {
+		moved = append(moved, kv{globalIssued, issued})
 	}
-	return putMeta(g, kv{globalIssued, issued})
+	if getU64(g, globalParsedInProcess) != parsed {
+		moved = append(moved, kv{globalParsedInProcess, parsed})
+	}
+	return putMeta(g, moved...)
+}
+
+func (pb *pageBudget) parsedInProcess() uint64 {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	return pb.parsed
+}
+
+// CountParsedInProcess counts a page parsed in this process whose document
+// went to no stream (`trawler run` with nothing that could read
+// pages.parsed): the crawl's page count (Stats.ParsedInProcess, added to
+// the parsed stream's by crawlstate) takes these in. Like the budget it is
+// kept in memory and written with every group commit; a crash loses at
+// most the count of pages whose done reports no commit recorded either,
+// which are fetched, and counted, again.
+func (b *Bolt) CountParsedInProcess() {
+	b.budget.mu.Lock()
+	b.budget.parsed++
+	b.budget.mu.Unlock()
 }
 
 // Stats sums the counters of the given partitions.
@@ -77,6 +104,7 @@ func (b *Bolt) Stats(ctx context.Context, partitions []int) (Stats, error) {
 	now := time.Now()
 	err := b.view(func(tx *bolt.Tx) error {
 		s.Issued = b.budget.taken()
+		s.ParsedInProcess = b.budget.parsedInProcess()
 		for _, p := range partitions {
 			part := readPart(tx, p)
 			if part == nil {

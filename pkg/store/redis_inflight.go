@@ -6,7 +6,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -58,7 +57,7 @@ func (r *Redis) Expire(ctx context.Context, p int, host, taskID string, maxAttem
 	requeue, rk := "", ""
 	if in.Task.Attempt < maxAttempts {
 		q := retry(in)
-		data, err := json.Marshal(q)
+		data, err := marshal(q)
 		if err != nil {
 			return false, err
 		}

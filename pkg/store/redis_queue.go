@@ -6,7 +6,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -282,7 +281,7 @@ func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []strin
 			continue
 		}
 		var q Queued
-		if err := json.Unmarshal([]byte(queuedOfMember(heads[i])), &q); err != nil {
+		if err := unmarshal([]byte(queuedOfMember(heads[i])), &q); err != nil {
 			return nil, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, req.Host), err)
 		}
 		if req.TaskID == "" {
@@ -290,7 +289,7 @@ func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []strin
 			req.TaskID = DerivedTaskID(p, []byte(req.Host+"\x00"+heads[i][:queueMemberPrefix]), q)
 		}
 		in := newInFlight(p, q, req)
-		data, err := json.Marshal(in)
+		data, err := marshal(in)
 		if err != nil {
 			return nil, err
 		}

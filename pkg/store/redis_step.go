@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -287,7 +286,7 @@ func (r *Redis) step(ctx context.Context, p int, req StepRequest, batch bool) (S
 			continue
 		}
 		var q Queued
-		if err := json.Unmarshal([]byte(queuedOfMember(head)), &q); err != nil {
+		if err := unmarshal([]byte(queuedOfMember(head)), &q); err != nil {
 			return StepResult{}, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, due[k-1].Host), err)
 		}
 		tasks = append(tasks, newInFlight(p, q, due[k-1]))
@@ -332,11 +331,11 @@ func spliceParts(p int, is Issue) (pre, qpre, suf string, err error) {
 	if is.TaskID == "" {
 		return "", "", "", nil
 	}
-	data, err := json.Marshal(newInFlight(p, Queued{Host: is.Host, Link: messages.Link{URL: "\x00"}, Attempt: 1}, is))
+	data, err := marshal(newInFlight(p, Queued{Host: is.Host, Link: messages.Link{URL: "\x00"}, Attempt: 1}, is))
 	if err != nil {
 		return "", "", "", err
 	}
-	host, err := json.Marshal(is.Host)
+	host, err := marshal(is.Host)
 	if err != nil {
 		return "", "", "", err
 	}

@@ -6,7 +6,6 @@ package store
 // (docs/operations.md, "Continuous crawls").
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -68,7 +67,7 @@ func encodeSched(s Scheduled) (string, []byte, error) {
 		}
 		v.ChangeFreq, v.LastmodMs = r.ChangeFreq, unixMs(r.Lastmod)
 	}
-	data, err := json.Marshal(v)
+	data, err := marshal(v)
 	if err != nil {
 		return "", nil, fmt.Errorf("store: encode revisit of %s: %w", q.Link.URL, err)
 	}
@@ -78,7 +77,7 @@ func encodeSched(s Scheduled) (string, []byte, error) {
 // decodeSched is the entry of url stored as data, due at due.
 func decodeSched(url string, data []byte, due time.Time) (Scheduled, error) {
 	var v schedValue
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := unmarshal(data, &v); err != nil {
 		return Scheduled{}, fmt.Errorf("store: corrupt revisit entry of %s: %w", url, err)
 	}
 	l := messages.Link{URL: url, Depth: v.Depth, Hops: v.Hops, Score: v.Score, Sitemap: v.Sitemap}

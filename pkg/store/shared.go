@@ -7,7 +7,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,7 +52,7 @@ func encodeQueued(enqueue []Queued) ([]encodedQueued, error) {
 		if q.Attempt < 1 {
 			q.Attempt = 1
 		}
-		data, err := json.Marshal(q)
+		data, err := marshal(q)
 		if err != nil {
 			return nil, fmt.Errorf("store: encode %s: %w", q.Link.URL, err)
 		}
@@ -126,7 +125,7 @@ func retry(in InFlight) Queued {
 
 func decodeInFlight(data []byte) (InFlight, error) {
 	var in InFlight
-	err := json.Unmarshal(data, &in)
+	err := unmarshal(data, &in)
 	return in, err
 }
 

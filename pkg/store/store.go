@@ -156,7 +156,11 @@ type Stats struct {
 	InFlight int64  // tasks issued and not done
 	Enqueued uint64 // URLs ever queued (monotonic: a change means work moved)
 	Issued   uint64 // budget taken so far (global, see TakeBudget)
-	Dropped  uint64 // URLs dropped by the per-host limits (see Limits), both
+	// ParsedInProcess counts the pages parsed with no document on
+	// pages.parsed, over the crawl's life (global; the embedded store's
+	// CountParsedInProcess; 0 elsewhere).
+	ParsedInProcess uint64
+	Dropped         uint64 // URLs dropped by the per-host limits (see Limits), both
 	// DroppedQueue is the part of Dropped that HostQueue pushed out of a
 	// full queue; the rest went over a host's HostBudget (DroppedBudget).
 	DroppedQueue uint64
