@@ -125,7 +125,7 @@ func (r *reporter) next(ctx context.Context) (statusReport, error) {
 	// A page parsed in process (run, fetcher --with-parser) skips the pages
 	// stream but not the parsed one: it was fetched all the same. The live
 	// fetchers' heartbeats (addBeats) may say more still.
-	rep.Pages.Fetched, rep.Pages.Parsed = max(s.Pages.LastSeq, s.Parsed.LastSeq), s.Parsed.LastSeq
+	rep.Pages.Fetched, rep.Pages.Parsed = s.PagesTotal(), s.Parsed.LastSeq+s.Store.ParsedInProcess
 	rep.Queued, rep.ParserBacklog, rep.DeadLetters = s.Queued(), s.ParserBacklog, s.DeadLetters
 	f := &rep.Frontier
 	f.Source, f.Queued, f.InFlight, f.Enqueued, f.Issued = r.src.name(), s.Store.Queued, s.Store.InFlight, s.Store.Enqueued, s.Store.Issued

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/pkg/bus"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/ownership"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
@@ -62,6 +63,9 @@ type Deps struct {
 	// tasks is set by run when closed: the frontier gives fetch tasks to
 	// the fetcher in process (bus.Inbox) instead of the fetch stream.
 	tasks *bus.Inbox
+	// ended is set by the frontier: the fetcher of run tells it of a
+	// fetch's end before the page is parsed (frontier.Service.Ended).
+	ended func(messages.FetchDone)
 
 	closers []func() error
 }
@@ -190,6 +194,7 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 		d.Close()
 		return nil, err
 	}
+	d.NC.SetErrorHandler(bus.ClientErrors(log))
 	return d, d.finish(ctx)
 }
 
@@ -207,6 +212,7 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 	if d.NC, err = bus.Connect(url, name, NATSOptions(cfg)); err != nil {
 		return nil, err
 	}
+	d.NC.SetErrorHandler(bus.ClientErrors(log))
 	if withStore {
 		addrs := cfg.RedisAddrs
 		if len(addrs) == 0 {

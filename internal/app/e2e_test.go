@@ -20,6 +20,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/internal/testsite"
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
 )
 
 // fixture is the small web of the end-to-end tests: three seed hosts, one
@@ -288,6 +289,21 @@ func TestRunAllCrawlsExactlyTheReachableSite(t *testing.T) {
 	}
 	if again.Fetched != 0 {
 		t.Errorf("second run fetched %d pages, want 0", again.Fetched)
+	}
+	// Nothing could read pages.parsed (no listener, --out written in
+	// process): the pages were counted by the store instead, and the count
+	// outlives the run.
+	if again.Total != sum.Total {
+		t.Errorf("second run: %d pages in the crawl, want the first run's %d", again.Total, sum.Total)
+	}
+	st, err := store.OpenBolt(filepath.Join(cfg.DataDir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := st.Stats(ctx, nil)
+	st.Close()
+	if err != nil || stats.ParsedInProcess != sum.Total {
+		t.Errorf("pages counted in process: %d (%v), want %d: none on pages.parsed", stats.ParsedInProcess, err, sum.Total)
 	}
 	assertFetchedOnce(t, f.site, want)
 }

@@ -129,7 +129,7 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 		return nil, err
 	}
 	log := d.Log.With("service", "frontier")
-	return frontier.New(frontier.Options{
+	svc := frontier.New(frontier.Options{
 		JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, Join: d.joiner(ctx, "frontier"),
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
 		FetchTimeout: cfg.FetchTimeout,
@@ -139,7 +139,13 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 		Revisit: sched,
 		Inbox:   d.tasks,
 		Log:     log, Registerer: d.Registry,
-	}), nil
+	})
+	// In run the fetcher, built next, is in this process and tells the
+	// frontier of its fetches' ends, with --nats-listen too: the next task
+	// then goes by the fetch stream rather than in process. Elsewhere
+	// nothing calls it.
+	d.ended = svc.Ended
+	return svc, nil
 }
 
 // newFetcher wires the fetcher service from the crawl's settings.
@@ -158,7 +164,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
-		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed, Inbox: d.tasks,
+		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed, Inbox: d.tasks, Ended: d.ended,
 		Backlog: backlog, BacklogReaders: backlogReaders(cfg, d),
 		HTTP: fetcher.HTTPOptions{
 			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,

@@ -235,6 +235,9 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 			return nil
 		})
 	}
+	if count, ok := parsedUnread(ctx, d); ok {
+		parse.CountDocsIn(count)
+	}
 	if d.pagesInProcess {
 		fetch.HandPagesTo(parse.Handle, nil)
 	} else {
@@ -509,4 +512,26 @@ func HumanBytes(n float64) string {
 		return fmt.Sprintf("%.0f %s", n, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", n, units[i])
+}
+
+// parsedUnread tells whether nothing can ever read pages.parsed in this run,
+// and then how to count a page instead: no NATS listener (no tap can
+// connect), no consumer on the stream (the sinks, prepared by now, write in
+// process), and retention by interest, which drops a document no consumer
+// wants as it is stored. Its documents would be written only to be deleted;
+// the embedded store counts the pages instead (crawlstate's PagesTotal).
+func parsedUnread(ctx context.Context, d *Deps) (func(), bool) {
+	b, ok := d.Store.(*store.Bolt)
+	if !d.closed || !ok {
+		return nil, false
+	}
+	st, err := d.JS.Stream(ctx, d.Names.StreamParsed())
+	if err != nil {
+		return nil, false
+	}
+	info, err := st.Info(ctx)
+	if err != nil || info.Config.Retention != jetstream.InterestPolicy || info.State.Consumers > 0 {
+		return nil, false
+	}
+	return b.CountParsedInProcess, true
 }

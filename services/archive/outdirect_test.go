@@ -98,6 +98,29 @@ func TestOutDirectCrashKeepsWrittenLines(t *testing.T) {
 	}
 }
 
+// A direct writer that stopped cleanly leaves nothing past its checkpoint:
+// the next start neither syncs nor rewrites it, and still writes no second
+// line for a page of the last batches done again (its done report lost).
+func TestOutDirectCleanRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	w, finish := startOut(t, directOptions(path), nil)
+	writeDocs(t, w, 0, 10)
+	if err := finish(true); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(path + ".checkpoint")
+
+	w2, finish2 := startOut(t, directOptions(path), nil)
+	if after, _ := os.Stat(path + ".checkpoint"); !os.SameFile(before, after) {
+		t.Error("the checkpoint was rewritten on a clean start")
+	}
+	writeDocs(t, w2, 8, 12) // 8 and 9: done again
+	if err := finish2(true); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, path, 12)
+}
+
 // The writer changes kind between runs (`run --out` with and without
 // --nats-listen): a consumer's checkpoint read by a direct writer cuts the
 // uncheckpointed batch (the stream delivers it again... to a consumer this

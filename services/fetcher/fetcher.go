@@ -18,6 +18,7 @@ import (
 
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/ipgate"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/subjects"
 )
 
@@ -62,6 +63,11 @@ type Options struct {
 	// Inbox, when set, brings tasks from the frontier of this process
 	// beside those of the fetch stream (frontier.Options.Inbox).
 	Inbox *bus.Inbox
+	// Ended, when set, hears each task's done report the moment the
+	// response has been read, before the page is parsed and the report
+	// published (frontier.Service.Ended, in `trawler run`): a host due
+	// again at once gets its next task meanwhile.
+	Ended func(messages.FetchDone)
 	// Backlog: fetching waits while more than this many fetched pages wait
 	// for BacklogReaders, consumers of pages.fetched (default: the
 	// parser's); 0 turns the limit off (--fetch-backlog, backlog.go).

@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,6 +128,9 @@ type Stats struct {
 	// Handed counts tasks given to the fetcher in process (Options.Inbox)
 	// rather than published (part of Issued).
 	Handed atomic.Int64
+	// EndedEarly counts fetches whose host got its next task when the
+	// fetcher said the response was read (Ended), before the done report.
+	EndedEarly atomic.Int64
 	// Revisits counts URLs moved from the revisit schedule to their host
 	// queues (part of Enqueued).
 	Revisits atomic.Int64
@@ -157,6 +161,8 @@ type Service struct {
 	// (store.Early) and derives task IDs from queue entries; see
 	// docs/frontier.md, "Issuing before the commit".
 	early bool
+	// ends: each running partition's channel of fetch ends (Ended).
+	ends sync.Map
 }
 
 // New wires a frontier replica; Run starts it.
@@ -197,6 +203,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
 			bus.Counter{Name: "tasks_handed_total", Help: "Fetch tasks given to the fetcher of this process without the fetch stream (trawler run without --nats-listen; part of tasks_issued_total).", Value: &s.Stats.Handed},
+			bus.Counter{Name: "fetches_ended_early_total", Help: "Fetches whose host got its next task when the fetcher of this process had read the response, before the done report (trawler run without --nats-listen).", Value: &s.Stats.EndedEarly},
 			bus.Counter{Name: "revisits_queued_total", Help: "URLs moved from the revisit schedule into their host queues, due again (a continuous crawl; part of urls_enqueued_total).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},

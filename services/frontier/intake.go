@@ -87,6 +87,23 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 			pt.park(ctx, m, err.Error())
 			continue
 		}
+		if len(done) > nd {
+			if d, ok := pt.reported(done[nd], m, all[i]); ok {
+				// Its host was freed when the fetch ended (ended.go):
+				// this step records the next task with it.
+				done = done[:nd]
+				pre = append(pre[:len(pre):len(pre)], d)
+				continue
+			}
+			if pt.unrecordedTask(done[nd]) {
+				// The report of a task no step has recorded yet: the
+				// step that does must come first (see take).
+				_ = m.InProgress()
+				pt.held = append(pt.held, heldDone{msg: m, host: done[nd].Host, taskID: done[nd].TaskID})
+				done = done[:nd]
+				continue
+			}
+		}
 		if len(done) > nd && pt.holdAhead(m, done[nd]) {
 			done = done[:nd]
 			continue
@@ -283,7 +300,7 @@ func (pt *partition) settle(ctx context.Context, p *pending, res store.StepResul
 		for _, d := range pt.held {
 			pt.carry = append(pt.carry, d.msg)
 		}
-		pt.pre, pt.held, pt.later, pt.arrived = nil, nil, nil, nil
+		pt.pre, pt.held, pt.later, pt.arrived, pt.expected, pt.endsLater = nil, nil, nil, nil, nil, nil
 		return pt.load(ctx)
 	}
 	pt.applied++
@@ -346,6 +363,10 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			if err != nil || messages.Decode(m.Data(), &fd) != nil || fd.Expired || fd.Retry {
 				break
 			}
+			if d, ok := pt.reported(fd, m, md.Sequence.Stream); ok {
+				pt.pre = append(pt.pre, d) // its host was freed when the fetch ended
+				continue
+			}
 			h := pt.hosts[fd.Host]
 			if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID {
 				// Stale, or its task is recorded by the pending step.
@@ -389,18 +410,27 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			pt.carry = append(pt.carry, c.m) // the next step, as usual
 			continue
 		}
-		freed := []store.Done{{Host: c.fd.Host, TaskID: c.fd.TaskID, NotBefore: nb}}
-		if !nothingSent(c.fd) {
-			h.rest = nb.Sub(came)
-		}
-		pt.remember(nil, []messages.FetchDone{c.fd}, freed, now)
-		reqs := pt.issues([]string{h.name}, now)
-		pt.publishReserved(ctx, reqs)
-		t := reqs[0].Next.Task(pt.p, reqs[0])
-		pt.setTask(h, &t)
-		h.unrecorded = true
-		pt.pre = append(pt.pre, preDone{msg: c.m, seq: c.seq, done: freed[0], issue: reqs[0]})
+		d := pt.handReserved(ctx, h, c.fd, nb, came, now)
+		d.msg, d.seq = c.m, c.seq
+		pt.pre = append(pt.pre, d)
 	}
+}
+
+// handReserved frees h in memory after fd (resting until nb, counted from
+// came) and hands its reserved next task, in flight from now and recorded by
+// a later step: the done and the issue that step applies (take, ended).
+func (pt *partition) handReserved(ctx context.Context, h *host, fd messages.FetchDone, nb, came, now time.Time) preDone {
+	freed := []store.Done{{Host: fd.Host, TaskID: fd.TaskID, NotBefore: nb}}
+	if !nothingSent(fd) {
+		h.rest = nb.Sub(came)
+	}
+	pt.remember(nil, []messages.FetchDone{fd}, freed, now)
+	reqs := pt.issues([]string{h.name}, now)
+	pt.publishReserved(ctx, reqs)
+	t := reqs[0].Next.Task(pt.p, reqs[0])
+	pt.setTask(h, &t)
+	h.unrecorded = true
+	return preDone{done: freed[0], issue: reqs[0]}
 }
 
 // replayed reports which of seqs the intake log holds, asking the store only

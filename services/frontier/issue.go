@@ -278,6 +278,7 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 // finds as it finds one (docs/frontier.md, "Done before the commit").
 func (pt *partition) recordedEarly(ctx context.Context, tasks []store.InFlight) {
 	var released []jetstream.Msg
+	var recorded []string
 	for i := range tasks {
 		t := &tasks[i]
 		h := pt.hosts[t.Task.Host]
@@ -294,6 +295,7 @@ func (pt *partition) recordedEarly(ctx context.Context, tasks []store.InFlight) 
 			continue // moved on already (a retried step's second hand-over)
 		}
 		h.next, h.unrecorded = t.Next, false
+		recorded = append(recorded, t.Task.ID)
 		held := pt.held[:0]
 		for _, d := range pt.held {
 			if d.host == h.name && d.taskID == t.Task.ID {
@@ -303,6 +305,9 @@ func (pt *partition) recordedEarly(ctx context.Context, tasks []store.InFlight) 
 			held = append(held, d)
 		}
 		pt.held = held
+	}
+	if len(pt.endsLater) > 0 {
+		pt.endedLater(ctx, recorded)
 	}
 	if len(released) > 0 {
 		pt.take(ctx, released, time.Now())

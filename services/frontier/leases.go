@@ -52,6 +52,14 @@ func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAtt
 func (pt *partition) expireLeases(ctx context.Context, now time.Time) error {
 	for pt.leases.Len() > 0 && !pt.leases.peek().at.After(now) {
 		e := pt.leases.pop()
+		if pt.expected[e.task] != nil {
+			// Its fetch ended (ended.go) and its report never came (its
+			// task dead-lettered, say): memory has the host's next task
+			// in flight, the store this one. Start again from the store,
+			// where this task's lease runs out as any other's.
+			return fmt.Errorf("the fetch of task %s (%s) ended, but its done report did not come before its lease ran out; reloading the partition from the store",
+				e.task, e.host)
+		}
 		if !pt.leaseLive(e.host, e.task) {
 			continue
 		}

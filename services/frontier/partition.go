@@ -94,6 +94,14 @@ type partition struct {
 	promote   []store.Scheduled
 	promoteAt time.Time
 
+	// ends carries the fetch ends heard in process (Service.Ended);
+	// expected holds, by task ID, those that freed their host and handed
+	// its next task, until their done report comes and the next step
+	// records both (ended.go).
+	ends      chan messages.FetchDone
+	expected  map[string]*preDone
+	endsLater map[string]endLater // ends of tasks not yet recorded, by task ID
+
 	// evs carries the steps' events (early hand-over, outcome) to the
 	// loop; committing counts the steps settled at their hand-over whose
 	// commit has not yet come (early stores: see settle).
@@ -160,6 +168,7 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 		return err
 	}
 	defer stopPull()
+	defer pt.listenEnds()()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	pt.evs = make(chan stepEvent, 2*maxAhead+8)
@@ -283,6 +292,8 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 			if err := pt.event(work, &pend, e); err != nil {
 				return abandon(err)
 			}
+		case fd := <-pt.ends:
+			pt.ended(work, fd, time.Now())
 		case <-timer.C:
 		}
 	}

@@ -131,7 +131,18 @@ type Service struct {
 	dups    *nearDups // nil: near-duplicates off
 	docsTo  func(taskID string, doc []byte) error
 	pagesTo func(jetstream.Msg) error
+	unread  func() // set: pages.parsed has no possible reader (CountDocsIn)
 	Stats   Stats
+}
+
+// CountDocsIn makes the parser publish no document on pages.parsed and call
+// count for each instead, once the page's links are published: for `trawler
+// run` when nothing can ever read the stream (no NATS listener, no consumer
+// on it, its retention by interest, which drops what no consumer wants).
+// The crawl's page count then comes from count (store.Bolt's
+// CountParsedInProcess). Call it before Run.
+func (s *Service) CountDocsIn(count func()) {
+	s.unread = count
 }
 
 // ArchivePagesTo makes the parser give every page message it handles to
@@ -273,14 +284,17 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	// was retried 10 times, dead-lettered, and left no record).
 	limit := s.payloadLimit()
 	out, ids, follow := s.split(&doc, page, via, follow, limit)
-	data := fitDocument(&doc, limit)
+	var data []byte
+	if s.docsTo != nil || s.unread == nil {
+		data = fitDocument(&doc, limit)
+	}
 	if s.docsTo != nil {
 		if err := s.docsTo(page.TaskID, data); err != nil {
 			s.o.Log.Warn("writing the parsed document failed; page will be redelivered", "url", page.URL, "err", err)
 			_ = m.NakWithDelay(bus.Backoff(3))
 			return
 		}
-		if doc.Text != "" {
+		if doc.Text != "" && s.unread == nil {
 			doc.Text = ""
 			data, _ = messages.Encode(&doc)
 		}
@@ -288,8 +302,10 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 	pm := nats.NewMsg(s.o.Names.PagesParsed())
 	pm.Data = data
 	pm.Header.Set(messages.HeaderSchema, messages.Schema(messages.KindParsed))
-	out = append(out, pm)
-	ids = append(ids, "parsed:"+page.TaskID)
+	if s.unread == nil {
+		out = append(out, pm)
+		ids = append(ids, "parsed:"+page.TaskID)
+	}
 	err = bus.PublishAll(ctx, s.o.JS, out, ids)
 	if bus.TooLarge(err) {
 		// Permanent for this page (a stream's max message size, say):
@@ -307,6 +323,9 @@ func (s *Service) handle(ctx context.Context, m jetstream.Msg) {
 		s.o.Log.Warn("publishing parse result failed; page will be redelivered", "url", page.URL, "err", err)
 		_ = m.NakWithDelay(bus.Backoff(3))
 		return
+	}
+	if s.unread != nil {
+		s.unread()
 	}
 	s.o.Recent.Commit(follow)
 	s.Stats.Pages.Add(1)

@@ -1,0 +1,126 @@
+package frontier
+
+// A fetch's end, heard in process: in `trawler run` the fetcher tells the
+// frontier the moment a response has been read (Service.Ended), before the
+// page is parsed and written out, and a host due again at once gets its
+// reserved next task then, not once the done report has made its way
+// through the parse, the --out line and the stream. The done report still
+// makes the fetch durable: the step that records the next task also applies
+// the report, and waits for it (partition.expected). See docs/frontier.md,
+// "A fetch's end, heard in process".
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trawlerhq/trawler/pkg/messages"
+)
+
+// endsBuffer bounds the fetch ends waiting for a partition's loop; a full
+// buffer drops the signal, and the done report frees the host as before.
+const endsBuffer = 256
+
+// Ended tells the partition of fd's task that the fetch has ended (its
+// response read or the attempt given up), ahead of its done report. It never
+// blocks, and does nothing for a partition this replica does not run. fd is
+// the done report the fetcher will publish once the page's results are.
+func (s *Service) Ended(fd messages.FetchDone) {
+	if fd.Retry || fd.Expired {
+		return // issued again after a rest: the done report's business
+	}
+	if v, ok := s.ends.Load(fd.Partition); ok {
+		select {
+		case v.(chan messages.FetchDone) <- fd:
+		default:
+		}
+	}
+}
+
+// listenEnds registers the partition for Ended until the returned function
+// runs (early stores only: without them no task leaves before its write).
+func (pt *partition) listenEnds() func() {
+	if !pt.s.early {
+		return func() {}
+	}
+	pt.ends = make(chan messages.FetchDone, endsBuffer)
+	pt.s.ends.Store(pt.p, pt.ends)
+	return func() { pt.s.ends.CompareAndDelete(pt.p, pt.ends) }
+}
+
+// ended frees fd's host in memory when its task was recorded and its next
+// task is reserved and due at once, and hands that task to the fetchers. The
+// step that records the task waits for fd's done report (expected): applied
+// before the page's links and record are published, a done could be
+// durable while they are lost in a crash. Anything else is left to the done
+// report, as if the signal had not come.
+func (pt *partition) ended(ctx context.Context, fd messages.FetchDone, now time.Time) {
+	h := pt.hosts[fd.Host]
+	if h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+		// Handed before the step that records it (this same way, most
+		// often): the end counts once that step has run (recordedEarly).
+		if len(pt.endsLater) >= endsBuffer {
+			clear(pt.endsLater) // hints only; the done reports remain
+		}
+		if pt.endsLater == nil {
+			pt.endsLater = map[string]endLater{}
+		}
+		pt.endsLater[fd.TaskID] = endLater{fd: fd, at: now}
+		return
+	}
+	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID || h.unrecorded || h.next == nil ||
+		pt.budgetOut || pt.expected[fd.TaskID] != nil {
+		return
+	}
+	nb, capped, _ := pt.rest(fd, now)
+	// Only a host due now: a rest counted from here, not from the report's
+	// arrival, would shorten the margin the politeness gap keeps (rest).
+	if capped || nb.After(now) || !pt.grant(ctx) {
+		return
+	}
+	// Counted before the hand: whoever sees the next task sees the count.
+	pt.s.Stats.EndedEarly.Add(1)
+	d := pt.handReserved(ctx, h, fd, nb, now, now)
+	if pt.expected == nil {
+		pt.expected = map[string]*preDone{}
+	}
+	pt.expected[fd.TaskID] = &d
+}
+
+// reported takes the done report m (stream sequence seq) of a task that
+// ended early: the host's next task, handed already, goes to the next step
+// with it. False when fd's task did not end early.
+func (pt *partition) reported(fd messages.FetchDone, m jetstream.Msg, seq uint64) (preDone, bool) {
+	e := pt.expected[fd.TaskID]
+	if e == nil {
+		return preDone{}, false
+	}
+	delete(pt.expected, fd.TaskID)
+	e.msg, e.seq = m, seq
+	return *e, true
+}
+
+// unrecordedTask tells whether fd is the report of its host's task in flight
+// published ahead of the write that records it (host.unrecorded).
+func (pt *partition) unrecordedTask(fd messages.FetchDone) bool {
+	h := pt.hosts[fd.Host]
+	return h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID
+}
+
+// endLater is a fetch's end heard before the step that records its task.
+type endLater struct {
+	fd messages.FetchDone
+	at time.Time
+}
+
+// endedLater takes the fetch ends heard for tasks that steps have now
+// recorded (recordedEarly).
+func (pt *partition) endedLater(ctx context.Context, taskIDs []string) {
+	for _, id := range taskIDs {
+		if e, ok := pt.endsLater[id]; ok {
+			delete(pt.endsLater, id)
+			pt.ended(ctx, e.fd, e.at)
+		}
+	}
+}
