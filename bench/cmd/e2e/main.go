@@ -137,7 +137,7 @@ func main() {
 	flag.StringVar(&modes, "modes", "run,run-out,run-warc,cluster,cluster-warc,cluster-fp,colly,wget", "modes to measure: run, run-out, run-warc, cluster, cluster-warc, cluster-fp (fetchers --with-parser, no parser process), colly, wget")
 	flag.StringVar(&polite, "polite", "20x150", "politeness-bound case: hosts x pages crawled with -polite-delay (empty: skip)")
 	flag.DurationVar(&politeDelay, "polite-delay", 100*time.Millisecond, "delay of the politeness-bound case")
-	flag.StringVar(&few, "few", "1x600,6x300", "few-hosts cases without a delay: hosts x pages, comma-separated (empty: skip)")
+	flag.StringVar(&few, "few", "1x600,6x300,6x300@5ms", "few-hosts cases without a delay: hosts x pages, @ the hosts' median time to answer when not at once, comma-separated (empty: skip)")
 	flag.StringVar(&extraModes, "extra-modes", "run-out,cluster,colly,wget", "modes of the politeness-bound and few-hosts cases")
 	flag.StringVar(&docs, "docs", "", "real-pages case without a delay: directories of HTML documentation, comma-separated, each served as one host with its home page a seed (bench/scripts/doc-trees.sh fetches six; empty: skip)")
 	flag.IntVar(&extraRuns, "extra-runs", 1, "runs of each mode in the politeness-bound and few-hosts cases")
@@ -201,16 +201,25 @@ func buildCases(web string, cfg websim.Config, delay time.Duration, runs int, mo
 	}
 	cases := []benchCase{{name: "main", cfg: cfg, delay: delay, modes: modes, runs: runs}}
 	sized := func(name, spec string, d time.Duration) error {
-		hosts, pages, ok := strings.Cut(spec, "x")
+		size, latency, slow := strings.Cut(spec, "@")
+		hosts, pages, ok := strings.Cut(size, "x")
 		c := cfg
-		var err1, err2 error
+		var err1, err2, err3 error
 		c.Hosts, err1 = strconv.Atoi(hosts)
 		c.Pages, err2 = strconv.Atoi(pages)
-		if !ok || err1 != nil || err2 != nil || c.Hosts < 1 || c.Pages < 1 {
-			return fmt.Errorf("%s case %q: want HOSTSxPAGES", name, spec)
+		caseName := fmt.Sprintf("%s-%d", name, c.Hosts)
+		if slow {
+			// Hosts that take a while to answer leave the cores idle
+			// between pages: the gap is then the crawler's own latency,
+			// not its wait for a core.
+			c.Latency, err3 = time.ParseDuration(latency)
+			caseName += "@" + latency
+		}
+		if !ok || err1 != nil || err2 != nil || err3 != nil || c.Hosts < 1 || c.Pages < 1 || c.Latency < 0 {
+			return fmt.Errorf("%s case %q: want HOSTSxPAGES or HOSTSxPAGES@LATENCY (e.g. 6x300@5ms)", name, spec)
 		}
 		c.SeedHosts, c.Failing = 0, 0
-		cases = append(cases, benchCase{name: fmt.Sprintf("%s-%d", name, c.Hosts), cfg: c, delay: d, modes: extraModes, runs: extraRuns})
+		cases = append(cases, benchCase{name: caseName, cfg: c, delay: d, modes: extraModes, runs: extraRuns})
 		return nil
 	}
 	if polite != "" {

@@ -140,3 +140,21 @@ func TestDocsCaseWantsEachTreesHomePage(t *testing.T) {
 		t.Fatalf("docsCase(bad) error %v, want one naming the missing index.html", err)
 	}
 }
+
+// A few-hosts case may name its hosts' time to answer (HxP@LATENCY); a
+// malformed one is refused with the form it wants.
+func TestFewCasesTakeALatency(t *testing.T) {
+	cases, err := buildCases("discovery", websim.Config{Hosts: 10, Pages: 20, Port: 18080}, 0, 1, nil, "", 0, "1x600,6x300@5ms", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 3 || cases[1].name != "few-1" || cases[1].cfg.Latency != 0 ||
+		cases[2].name != "few-6@5ms" || cases[2].cfg.Hosts != 6 || cases[2].cfg.Latency != 5*time.Millisecond {
+		t.Fatalf("cases %+v", cases)
+	}
+	for _, bad := range []string{"6x300@", "6x300@fast", "6x300@-1ms", "6@5ms"} {
+		if _, err := buildCases("discovery", websim.Config{Port: 18080}, 0, 1, nil, "", 0, bad, 1, nil); err == nil || !strings.Contains(err.Error(), "HOSTSxPAGES@LATENCY") {
+			t.Errorf("-few %q: %v", bad, err)
+		}
+	}
+}
