@@ -82,9 +82,12 @@ func TestSmallWebEveryMode(t *testing.T) {
 		// when that goroutine was descheduled after the client already had
 		// the response (seen: 1.7 ms and 4.8 ms, once each in ~330 gaps;
 		// three of ~190 gaps, the shortest 0.8 ms short, on a loaded CI
-		// machine): allow a stray few of those (shortGapsAllowed), not a
-		// share that a shorter delay would give, none under half the delay.
-		if !peer && (a.Breaches > 0 || a.GapsBelow > shortGapsAllowed(a) || a.MinGapPages < delay/2) {
+		// machine; once 3.2 ms for a 20 ms delay, the handler's return 17 ms
+		// late, with no breach): allow a stray few of those
+		// (shortGapsAllowed), not a share that a shorter delay would give.
+		// A shorter delay shows as breaches: these pages leave the server
+		// in microseconds.
+		if !peer && (a.Breaches > 0 || a.GapsBelow > shortGapsAllowed(a)) {
 			t.Errorf("%s: politeness: %d breaches; %d gaps below %s from the handler's return, smallest %s", mode, a.Breaches, a.GapsBelow, delay, a.MinGapPages)
 		}
 		if r.m.cpu <= 0 || r.m.rss <= 0 || len(r.rss) == 0 || r.rssAt[2] <= 0 {
