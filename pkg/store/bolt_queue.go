@@ -246,7 +246,7 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 				if err := unmarshal(v, &nq); err != nil {
 					return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, k, err)
 				}
-				in.Next = &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, nq), Queued: nq}
+				in.Next = &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, nq), Queued: nq, Rank: binary.BigEndian.Uint64(k[len(k)-16:])}
 			}
 		}
 		out = append(out, in)

@@ -224,13 +224,15 @@ func (r *Redis) readForApply(ctx context.Context, p int, done []Done) (uint64, [
 }
 
 // popScript: KEYS = meta, inflight, rest, issued, hosts, q:<host_1..N>;
-// ARGV = host budget, N x (host, expected head member, in-flight JSON).
-// Returns the indexes issued.
+// ARGV = host budget, N x (host, expected head member, in-flight JSON,
+// reserve). Returns {index issued, next member} for each host popped: with
+// reserve set ("1") and the host's budget allowing another pop, its new head
+// (stepScript's reservation); "" otherwise.
 var popScript = redis.NewScript(`
 local budget = tonumber(ARGV[1])
-local issued, dropped = {}, 0
+local issued, npop, dropped = {}, 0, 0
 for i = 1, #KEYS - 5 do
-  local host, head, task = ARGV[3*i - 1], ARGV[3*i], ARGV[3*i + 1]
+  local host, head, task, reserve = ARGV[4*i - 2], ARGV[4*i - 1], ARGV[4*i], ARGV[4*i + 1]
   local q = KEYS[5 + i]
   if redis.call('HEXISTS', KEYS[2], host) == 0 then
     if budget > 0 and tonumber(redis.call('HGET', KEYS[4], host) or '0') >= budget then
@@ -243,15 +245,21 @@ for i = 1, #KEYS - 5 do
     elseif redis.call('ZRANGE', q, 0, 0)[1] == head then
       redis.call('ZREM', q, head)
       redis.call('HSET', KEYS[2], host, task)
-      redis.call('HINCRBY', KEYS[4], host, 1)
+      local taken = redis.call('HINCRBY', KEYS[4], host, 1)
       redis.call('HDEL', KEYS[3], host)
+      local nxt = ''
+      if reserve ~= '' and (budget <= 0 or taken < budget) then
+        nxt = redis.call('ZRANGE', q, 0, 0)[1] or ''
+      end
       issued[#issued + 1] = i
+      issued[#issued + 1] = nxt
+      npop = npop + 1
     end
   end
 end
-if #issued > 0 then
-  redis.call('HINCRBY', KEYS[1], 'queued', -#issued)
-  redis.call('HINCRBY', KEYS[1], 'inflight', #issued)
+if npop > 0 then
+  redis.call('HINCRBY', KEYS[1], 'queued', -npop)
+  redis.call('HINCRBY', KEYS[1], 'inflight', npop)
 end
 if dropped > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued', -dropped)
@@ -271,8 +279,9 @@ func (r *Redis) Pop(ctx context.Context, p int, reqs []Issue) ([]InFlight, error
 
 // popHeads is Pop once the head member of each requested host's queue is
 // known ("" = empty queue or invalid host): the script pops a host only if
-// its head is still that member.
-func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []string) ([]InFlight, error) {
+// its head is still that member. A host whose reserve is set gets its
+// reservation (InFlight.Next).
+func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []string, reserve []bool) ([]InFlight, error) {
 	keys := []string{r.metaKey(p), r.inflightKey(p), r.restKey(p), r.issuedKey(p), r.hostsKey(p)}
 	args := []any{r.currentLimits().HostBudget}
 	var cands []InFlight
@@ -294,22 +303,31 @@ func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []strin
 			return nil, err
 		}
 		keys = append(keys, r.queueKey(p, req.Host))
-		args = append(args, req.Host, heads[i], data)
+		args = append(args, req.Host, heads[i], data, flag(reserve[i]))
 		cands = append(cands, in)
 	}
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	idx, err := popScript.Run(ctx, r.c, keys, args...).Int64Slice()
+	reply, err := popScript.Run(ctx, r.c, keys, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("store: pop from %s: %w", r.base(p), redisErr(err))
 	}
-	out := make([]InFlight, 0, len(idx))
-	for _, i := range idx {
+	if len(reply)%2 != 0 {
+		return nil, fmt.Errorf("store: pop from %s: bad script reply of %d values", r.base(p), len(reply))
+	}
+	out := make([]InFlight, 0, len(reply)/2)
+	for j := 0; j < len(reply); j += 2 {
+		i, _ := reply[j].(int64)
+		next, _ := reply[j+1].(string)
 		if i < 1 || int(i) > len(cands) {
-			return nil, fmt.Errorf("store: pop from %s: bad script reply %d", r.base(p), i)
+			return nil, fmt.Errorf("store: pop from %s: bad script reply %v", r.base(p), reply[j])
 		}
-		out = append(out, cands[i-1])
+		in := cands[i-1]
+		if in.Next, err = r.nextOf(p, in.Task.Host, next); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,10 +38,19 @@ import (
 // E, E x (host index, rank hex, JSON Queued),
 // D, D x (host index, in-flight prefix, task ID, NotBefore ms or ""),
 // M, M x stream sequence, floor ("0": keep),
-// I, I x (host index, in-flight prefix, queue entry prefix, in-flight suffix).
+// I, I x (host index, in-flight prefix, queue entry prefix, in-flight suffix,
+// reserved entry, reserve).
 // Returns 0 (the batch was applied before: nothing changed) or
-// {1, I' x (issue number, head member)}: the hosts popped (issue numbers
-// 1..I) and those left for popScript (negative issue numbers).
+// {1, I' x (issue number, head member, next member)}: the hosts popped
+// (issue numbers 1..I) and those left for popScript (negative issue
+// numbers).
+//
+// A reserved entry (the first queueMemberPrefix characters of a member:
+// its rank and order, Issue.Next) is popped instead of the head, or nothing
+// is if it is gone. With reserve set ("1": the task ID is derived from the
+// entry), a host popped and allowed another pop by its budget also returns
+// its new head, the next member, from which Go builds the reservation
+// (InFlight.Next); "" otherwise.
 var stepScript = redis.NewScript(`
 local function above(a, b)
   if #a ~= #b then return #a > #b end
@@ -137,25 +147,36 @@ for k = 1, n do
       end
       redis.call('SREM', KEYS[2], host)
     else
-      local head = redis.call('ZRANGE', q, 0, 0)[1]
+      local head, resv = nil, ARGV[a + 4]
+      if resv == '' then
+        head = redis.call('ZRANGE', q, 0, 0)[1]
+      else
+        head = redis.call('ZRANGEBYLEX', q, '[' .. resv, '+', 'LIMIT', 0, 1)[1]
+        if head and string.sub(head, 1, #resv) ~= resv then head = nil end
+      end
       if head then
         local data, qpre = string.sub(head, 33), ARGV[a + 2]
         local s, _, att = string.find(data, '},"attempt":(%d+)}$')
+        local nxt = ''
         if ARGV[a + 1] ~= '' and s and s > #qpre and string.sub(data, 1, #qpre) == qpre then
           redis.call('ZREM', q, head)
           redis.call('HSET', KEYS[3], host, ARGV[a + 1] .. string.sub(data, #qpre + 1, s - 1) .. ',"attempt":' .. att .. ARGV[a + 3])
-          redis.call('HINCRBY', KEYS[5], host, 1)
+          local taken = redis.call('HINCRBY', KEYS[5], host, 1)
           if freeing[i] then popped[i] = true else redis.call('HDEL', KEYS[4], host) end
           issued = issued + 1
           out[#out + 1] = k
+          if ARGV[a + 5] ~= '' and (budget <= 0 or taken < budget) then
+            nxt = redis.call('ZRANGE', q, 0, 0)[1] or ''
+          end
         else
           out[#out + 1] = -k
         end
         out[#out + 1] = head
+        out[#out + 1] = nxt
       end
     end
   end
-  a = a + 4
+  a = a + 6
 end
 for _, f in ipairs(frees) do
   local i = f[1]
@@ -226,17 +247,28 @@ func (r *Redis) step(ctx context.Context, p int, req StepRequest, batch bool) (S
 	}
 	tail = append(tail, strconv.FormatUint(req.Floor, 10))
 	var due []Issue
+	var reserve []bool // by due: the ID is derived, and the pop reserves
 	var pops []any
 	for _, is := range req.Issue {
 		if validHost(is.Host) != nil {
 			continue
+		}
+		derived, resv := is.TaskID == "", ""
+		if is.Next != nil {
+			// The reserved entry, published already: that one or none.
+			k := is.Next.Key
+			if !derived || len(k) != len(is.Host)+1+queueMemberPrefix || string(k[:len(is.Host)+1]) != is.Host+"\x00" {
+				continue
+			}
+			resv, is.TaskID = string(k[len(is.Host)+1:]), is.Next.TaskID
 		}
 		pre, qpre, suf, err := spliceParts(p, is)
 		if err != nil {
 			return StepResult{}, err
 		}
 		due = append(due, is)
-		pops = append(pops, hostIndex(is.Host), pre, qpre, suf)
+		reserve = append(reserve, derived)
+		pops = append(pops, hostIndex(is.Host), pre, qpre, suf, resv, flag(derived))
 	}
 	tail = append(tail, len(due))
 	tail = append(tail, pops...)
@@ -266,39 +298,74 @@ func (r *Redis) step(ctx context.Context, p int, req StepRequest, batch bool) (S
 	if !ok {
 		return StepResult{}, nil // 0: applied before
 	}
-	if len(out)%2 != 1 {
+	if len(out)%3 != 1 {
 		return StepResult{}, fmt.Errorf("store: step in %s: bad script reply of %d values", r.base(p), len(out))
 	}
-	tasks := make([]InFlight, 0, len(out)/2)
-	var left []Issue // heads not in this build's form: popScript's
+	tasks := make([]InFlight, 0, len(out)/3)
+	var left []Issue // heads not in this build's form, or IDs to derive: popScript's
 	var leftHeads []string
+	var leftReserve []bool
 	var leftAt []int // where their tasks go in tasks
-	for j := 1; j < len(out); j += 2 {
+	for j := 1; j < len(out); j += 3 {
 		k, _ := out[j].(int64)
 		head, _ := out[j+1].(string)
+		next, _ := out[j+2].(string)
 		if k == 0 || int(max(k, -k)) > len(due) {
 			return StepResult{}, fmt.Errorf("store: step in %s: bad script reply %v", r.base(p), out[j])
 		}
 		if k < 0 {
 			left = append(left, due[-k-1])
 			leftHeads = append(leftHeads, head)
+			leftReserve = append(leftReserve, reserve[-k-1])
 			leftAt = append(leftAt, len(tasks))
 			continue
 		}
+		is := due[k-1]
 		var q Queued
 		if err := unmarshal([]byte(queuedOfMember(head)), &q); err != nil {
-			return StepResult{}, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, due[k-1].Host), err)
+			return StepResult{}, fmt.Errorf("store: corrupt queue entry at head of %s: %w", r.queueKey(p, is.Host), err)
 		}
-		tasks = append(tasks, newInFlight(p, q, due[k-1]))
+		in := newInFlight(p, q, is)
+		if in.Next, err = r.nextOf(p, is.Host, next); err != nil {
+			return StepResult{}, err
+		}
+		tasks = append(tasks, in)
 	}
 	if len(left) > 0 {
-		more, err := r.popHeads(ctx, p, left, leftHeads)
+		more, err := r.popHeads(ctx, p, left, leftHeads, leftReserve)
 		if err != nil {
 			return StepResult{}, err
 		}
 		tasks = mergeTasks(tasks, more, left, leftAt)
 	}
 	return StepResult{Applied: true, Tasks: tasks}, nil
+}
+
+// flag is a script's boolean argument: "1" or "".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return ""
+}
+
+// nextOf is the reservation (InFlight.Next) of a host's next member as a
+// pop script returned it ("": none): its key is the host and the member's
+// rank and order, as popHeads derives a task ID from.
+func (r *Redis) nextOf(p int, host, member string) (*Next, error) {
+	if member == "" {
+		return nil, nil
+	}
+	var q Queued
+	if err := unmarshal([]byte(queuedOfMember(member)), &q); err != nil {
+		return nil, fmt.Errorf("store: corrupt queue entry in %s: %w", r.queueKey(p, host), err)
+	}
+	rank, err := strconv.ParseUint(member[:16], 16, 64)
+	if err != nil {
+		return nil, fmt.Errorf("store: corrupt queue entry in %s: rank %q: %w", r.queueKey(p, host), member[:16], err)
+	}
+	key := []byte(host + "\x00" + member[:queueMemberPrefix])
+	return &Next{Key: key, TaskID: DerivedTaskID(p, key, q), Queued: q, Rank: rank}, nil
 }
 
 // mergeTasks puts the tasks popScript popped for left (some of them, in
@@ -346,3 +413,34 @@ func spliceParts(p int, is Issue) (pre, qpre, suf string, err error) {
 	}
 	return whole[:at], `{"host":` + string(host) + `,"link":{`, whole[at+len(spliceMark):], nil
 }
+
+var _ Early = (*Redis)(nil)
+
+// StepEarly is Step, then early with its result: the script is the write,
+// whole once it returns, so its tasks are as final when they are handed
+// over as they will ever be. Being Early is what matters to the frontier:
+// it derives task IDs from queue entries (Issue.TaskID empty) and publishes
+// a host's reserved next task (InFlight.Next) at its done report, before
+// the step that records it (docs/frontier.md, "The reserved next task").
+func (r *Redis) StepEarly(ctx context.Context, p int, req StepRequest, early func(StepResult)) (StepResult, error) {
+	res, err := r.Step(ctx, p, req)
+	if err == nil {
+		early(res)
+	}
+	return res, err
+}
+
+// PopEarly is Pop, then early with its tasks (StepEarly).
+func (r *Redis) PopEarly(ctx context.Context, p int, reqs []Issue, early func([]InFlight)) ([]InFlight, error) {
+	tasks, err := r.Pop(ctx, p, reqs)
+	if err == nil && early != nil {
+		early(tasks)
+	}
+	return tasks, err
+}
+
+// PaceInterval is Early's: a Redis write waits for no company.
+func (r *Redis) PaceInterval() time.Duration { return 0 }
+
+// Hurry is Early's: nothing waits.
+func (r *Redis) Hurry() {}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,79 @@ func testRedisSplicedInFlight(t *testing.T, addr string) {
 		if hs.InFlight == nil || hs.InFlight.Task.ID == "" {
 			t.Errorf("loaded %s without its task: %+v", hs.Host, hs)
 		}
+	}
+}
+
+// TestRedisReservedNext is TestReservedNext on Redis: a pop with a derived
+// task ID reserves the host's next entry; the step that records it pops
+// exactly that entry under the reserved ID, the same field for field as the
+// task published from the reservation; the replay (the same step without
+// the reservation, on a store in the state before it) derives the same ID;
+// the host's budget stops the reservation; a gone entry pops nothing.
+func TestRedisReservedNext(t *testing.T) {
+	t.Run("redis", func(t *testing.T) { testRedisReservedNext(t, redisAddr(t)) })
+	t.Run("miniredis", func(t *testing.T) { testRedisReservedNext(t, miniredis.RunT(t).Addr()) })
+}
+
+func testRedisReservedNext(t *testing.T, addr string) {
+	ctx := context.Background()
+	const p, host = 3, "a.test"
+	link := func(n int) Queued {
+		return Queued{Host: host, Link: messages.Link{URL: fmt.Sprintf("http://a.test/%d", n), Depth: 1}, Attempt: 1}
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	iss := Issue{Host: host, IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(2 * time.Minute)}
+	// Two stores in the same state: the second is the replay's.
+	open := func() (*Redis, InFlight) {
+		s := redisBackend([]string{addr})(t)().(*Redis)
+		s.SetLimits(Limits{HostBudget: 2})
+		mustApply(t, s, p, 1, []Queued{link(1), link(2), link(3), link(4)}, nil)
+		tasks, err := s.Pop(ctx, p, []Issue{iss})
+		if err != nil || len(tasks) != 1 || tasks[0].Next == nil {
+			t.Fatalf("pop: %v %v", tasks, err)
+		}
+		return s, tasks[0]
+	}
+	s, first := open()
+	replay, _ := open()
+	next := first.Next
+	if next.Queued.Link.URL != "http://a.test/2" {
+		t.Fatalf("reserved %s, want http://a.test/2", next.Queued.Link.URL)
+	}
+	if l := (messages.Link{URL: "http://a.test/shallow", Depth: 0}); !next.Outranked(l) {
+		t.Error("a URL at depth 0 does not outrank the reservation at depth 1")
+	}
+	if l := (messages.Link{URL: "http://a.test/same", Depth: 1}); next.Outranked(l) {
+		t.Error("a URL of the same depth outranks the reservation")
+	}
+	done := []Done{{Host: host, TaskID: first.Task.ID}}
+	r := iss
+	r.Next = next
+	want := next.Task(p, r)
+	res, err := s.Step(ctx, p, StepRequest{Seq: 2, Done: done, Issue: []Issue{r}})
+	if err != nil || len(res.Tasks) != 1 {
+		t.Fatalf("step: %v %v", res, err)
+	}
+	if got := res.Tasks[0]; dump(got) != dump(want) {
+		t.Errorf("recorded %s\nreserved %s", dump(got), dump(want))
+	}
+	if res.Tasks[0].Next != nil {
+		t.Errorf("the host's budget (2) allows no third pop, but %s was reserved", res.Tasks[0].Next.Queued.Link.URL)
+	}
+	st, err := s.Load(ctx, p)
+	if err != nil || len(st.Hosts) != 1 || st.Hosts[0].InFlight == nil || dump(*st.Hosts[0].InFlight) != dump(want) {
+		t.Errorf("in flight in the store: %+v %v, want %s", st.Hosts, err, dump(want))
+	}
+	again, err := replay.Step(ctx, p, StepRequest{Seq: 2, Done: done, Issue: []Issue{iss}})
+	if err != nil || len(again.Tasks) != 1 || again.Tasks[0].Task.ID != want.Task.ID {
+		t.Errorf("replayed step: %v %v, want task %s", again, err, want.Task.ID)
+	}
+	// A reserved entry gone: nothing popped.
+	s.SetLimits(Limits{})
+	gone := iss
+	gone.Next = &Next{Key: []byte(host + "\x00" + strings.Repeat("0", queueMemberPrefix)), TaskID: "x"}
+	res, err = s.Step(ctx, p, StepRequest{Seq: 3, Done: []Done{{Host: host, TaskID: want.Task.ID}}, Issue: []Issue{gone}})
+	if err != nil || len(res.Tasks) != 0 {
+		t.Errorf("step with a gone reservation: %v %v", res, err)
 	}
 }

@@ -9,7 +9,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"time"
 
@@ -60,8 +59,8 @@ type InFlight struct {
 	Task       messages.FetchTask `json:"task"`
 	LeaseUntil time.Time          `json:"lease_until"`
 	// Next is the host's next queue entry as the pop that issued this task
-	// left it, when the store reads it (bbolt, derived task IDs, the host's
-	// budget not spent by the next pop); nil otherwise. Not stored.
+	// left it, when the store reads it (derived task IDs, the host's budget
+	// not spent by the next pop); nil otherwise. Not stored.
 	Next *Next `json:"-"`
 }
 
@@ -71,9 +70,10 @@ type InFlight struct {
 // records it then pops exactly this entry (Issue.Next), under the same
 // derived ID. See docs/frontier.md, "The reserved next task".
 type Next struct {
-	Key    []byte // the entry's queue key (host, rank, order)
+	Key    []byte // the entry's queue key (host, rank, order), as the store writes it
 	TaskID string // DerivedTaskID of the entry
 	Queued Queued
+	Rank   uint64 // the entry's rank (order.go): lower goes first
 }
 
 // Task is the task that popping n for r records: the same, field for
@@ -87,10 +87,7 @@ func (n *Next) Task(p int, r Issue) InFlight {
 // ranked strictly above it (a shorter depth, or a higher score). A URL of
 // the same rank goes after it (arrival order).
 func (n *Next) Outranked(l messages.Link) bool {
-	if len(n.Key) < 16 {
-		return true
-	}
-	return rank(l) < binary.BigEndian.Uint64(n.Key[len(n.Key)-16:])
+	return rank(l) < n.Rank
 }
 
 // Done frees a host whose task finished.
@@ -126,7 +123,7 @@ type Issue struct {
 	Deadline   time.Time
 	LeaseUntil time.Time
 	NotBefore  time.Time // zero, or the earliest start of the request
-	// Next, when set (bbolt only; from the host's task in flight before,
+	// Next, when set (from the host's task in flight before,
 	// InFlight.Next), is the entry to pop instead of the head, under its
 	// derived ID; TaskID must be empty. If the entry is gone (which the
 	// frontier's rules prevent) the host is skipped: its task was published

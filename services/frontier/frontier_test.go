@@ -611,8 +611,9 @@ func TestNothingSentRestsTheHostNoMore(t *testing.T) {
 // A host's next task is published from its reservation (read at the
 // previous pop) when its done comes; a URL ranked above the reserved one
 // that arrives meanwhile drops the reservation and goes first.
-func TestReservedNextTask(t *testing.T) {
-	h := start(t, Options{})
+func TestReservedNextTask(t *testing.T) { testReservedNextTask(t, start(t, Options{})) }
+
+func testReservedNextTask(t *testing.T, h *harness) {
 	h.enqueueLinks(
 		messages.Link{URL: "http://a.example/1", Depth: 2},
 		messages.Link{URL: "http://a.example/2", Depth: 2},
