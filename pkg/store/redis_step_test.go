@@ -141,19 +141,7 @@ func testRedisReservedNext(t *testing.T, addr string) {
 		t.Error("a URL of the same depth outranks the reservation")
 	}
 	done := []Done{{Host: host, TaskID: first.Task.ID}}
-	r := iss
-	r.Next = next
-	want := next.Task(p, r)
-	res, err := s.Step(ctx, p, StepRequest{Seq: 2, Done: done, Issue: []Issue{r}})
-	if err != nil || len(res.Tasks) != 1 {
-		t.Fatalf("step: %v %v", res, err)
-	}
-	if got := res.Tasks[0]; dump(got) != dump(want) {
-		t.Errorf("recorded %s\nreserved %s", dump(got), dump(want))
-	}
-	if res.Tasks[0].Next != nil {
-		t.Errorf("the host's budget (2) allows no third pop, but %s was reserved", res.Tasks[0].Next.Queued.Link.URL)
-	}
+	want := stepReserved(t, s, p, iss, next, done)
 	st, err := s.Load(ctx, p)
 	if err != nil || len(st.Hosts) != 1 || st.Hosts[0].InFlight == nil || dump(*st.Hosts[0].InFlight) != dump(want) {
 		t.Errorf("in flight in the store: %+v %v, want %s", st.Hosts, err, dump(want))
@@ -166,7 +154,7 @@ func testRedisReservedNext(t *testing.T, addr string) {
 	s.SetLimits(Limits{})
 	gone := iss
 	gone.Next = &Next{Key: []byte(host + "\x00" + strings.Repeat("0", queueMemberPrefix)), TaskID: "x"}
-	res, err = s.Step(ctx, p, StepRequest{Seq: 3, Done: []Done{{Host: host, TaskID: want.Task.ID}}, Issue: []Issue{gone}})
+	res, err := s.Step(ctx, p, StepRequest{Seq: 3, Done: []Done{{Host: host, TaskID: want.Task.ID}}, Issue: []Issue{gone}})
 	if err != nil || len(res.Tasks) != 0 {
 		t.Errorf("step with a gone reservation: %v %v", res, err)
 	}
