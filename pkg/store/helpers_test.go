@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/internal/testredis"
@@ -94,32 +91,8 @@ func scanKeys(ctx context.Context, c *redis.Client, prefix string) ([]string, er
 	return keys, iter.Err()
 }
 
-var localRedis struct {
-	once sync.Once
-	ok   bool
-}
-
-const localRedisAddr = "127.0.0.1:6379"
-
-// redisAddr picks the Redis the tests run against: $REDIS_ADDR when set
-// (which must then be reachable), else a local Redis on the default port,
-// else an in-process miniredis.
-func redisAddr(t testing.TB) string {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		if err := pingAddr(addr); err != nil {
-			t.Fatalf("REDIS_ADDR=%s is set but unreachable: %v", addr, err)
-		}
-		return addr
-	}
-	localRedis.once.Do(func() { localRedis.ok = pingAddr(localRedisAddr) == nil })
-	if localRedis.ok {
-		return localRedisAddr
-	}
-	t.Logf("no $REDIS_ADDR and no Redis at %s: falling back to miniredis", localRedisAddr)
-	return miniredis.RunT(t).Addr()
-}
-
-func pingAddr(addr string) error { return testredis.Ping(addr) }
+// redisAddr picks the Redis the tests run against (testredis.AddrOrStandIn).
+func redisAddr(t testing.TB) string { return testredis.AddrOrStandIn(t) }
 
 // withReadTimeout raises the client's read timeout: miniredis runs the
 // store's Lua in an interpreted VM, and under the race detector on a busy

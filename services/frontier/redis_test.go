@@ -6,12 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/internal/testbus"
@@ -23,21 +21,11 @@ import (
 )
 
 // redisOpener opens Redis stores under one prefix of the test's own, on the
-// machine's Redis ($REDIS_ADDR, which must answer, or 127.0.0.1:6379), or
-// on miniredis where none runs (a machine with Go alone; .ci/run sets
-// REDIS_ADDR). Each store it opens is closed, and the prefix's keys
-// deleted, when the test ends.
+// Redis testredis.AddrOrStandIn picks. Each store it opens is closed, and
+// the prefix's keys deleted, when the test ends.
 func redisOpener(t *testing.T) func() *store.Redis {
 	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-		if testredis.Ping(addr) != nil {
-			addr = miniredis.RunT(t).Addr()
-		}
-	} else if err := testredis.Ping(addr); err != nil {
-		t.Fatalf("REDIS_ADDR=%s is set but unreachable: %v", addr, err)
-	}
+	addr := testredis.AddrOrStandIn(t)
 	prefix := fmt.Sprintf("ftest%08x", rand.Uint32())
 	t.Cleanup(func() { testredis.Drop(addr, prefix) })
 	return func() *store.Redis {
