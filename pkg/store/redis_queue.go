@@ -24,6 +24,11 @@ import (
 // doubles hold those exactly.
 const queueMemberPrefix = 32
 
+// memberKey is a queue member's place, the key its task ID is derived from
+// (DerivedTaskID) and a reservation names (Next.Key): the host and the
+// member's rank and order. m is at least queueMemberPrefix long.
+func memberKey(host, m string) []byte { return []byte(host + "\x00" + m[:queueMemberPrefix]) }
+
 func queuedOfMember(m string) string {
 	if len(m) < queueMemberPrefix {
 		return ""
@@ -295,7 +300,7 @@ func (r *Redis) popHeads(ctx context.Context, p int, reqs []Issue, heads []strin
 		}
 		if req.TaskID == "" {
 			// The member's rank and order are the entry's place.
-			req.TaskID = DerivedTaskID(p, []byte(req.Host+"\x00"+heads[i][:queueMemberPrefix]), q)
+			req.TaskID = DerivedTaskID(p, memberKey(req.Host, heads[i]), q)
 		}
 		in := newInFlight(p, q, req)
 		data, err := marshal(in)

@@ -364,7 +364,7 @@ func (r *Redis) nextOf(p int, host, member string) (*Next, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: corrupt queue entry in %s: rank %q: %w", r.queueKey(p, host), member[:16], err)
 	}
-	key := []byte(host + "\x00" + member[:queueMemberPrefix])
+	key := memberKey(host, member)
 	return &Next{Key: key, TaskID: DerivedTaskID(p, key, q), Queued: q, Rank: rank}, nil
 }
 
