@@ -67,6 +67,7 @@ func (pt *partition) ended(ctx context.Context, fd messages.FetchDone, now time.
 			pt.endsLater = map[string]endLater{}
 		}
 		pt.endsLater[fd.TaskID] = endLater{fd: fd, at: now}
+		pt.hurryFor(fd, now) // the hint waits for the record: hurry it if the host is due soon
 		return
 	}
 	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID || h.unrecorded || h.next == nil ||

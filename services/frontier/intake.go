@@ -183,14 +183,16 @@ func (pt *partition) apply(ctx context.Context, batch []jetstream.Msg, pre []pre
 	// The step is urgent if a task of it has not gone out yet (its early
 	// hand-over publishes it), or if a host it issues for rests less than
 	// the group commit's pacing: that task's done report will soon wait
-	// for this commit. Otherwise the step waits for company (one commit
+	// for this commit; or if a host whose task it records is due already
+	// (hurryNext: its fetch ended, robots.txt forbidding it). Otherwise the step waits for company (one commit
 	// per interval under load, not one per page).
 	//
 	// A step that issues for a host resting that briefly is also chained:
 	// the host's next step comes within a turnaround, and the embedded
 	// store keeps the transaction open for it. A step started while an
 	// earlier one has not committed is written After it.
-	hurry, chain := false, false
+	hurry, chain := pt.hurryNext, false
+	pt.hurryNext = false
 	for _, r := range issues {
 		if r.Next == nil || !pt.published[r.Next.TaskID] || pt.restsBriefly(r.Host) {
 			hurry = true

@@ -89,6 +89,9 @@ type partition struct {
 	// later: hosts that came due while a step was pending without a
 	// reservation; their pop needs a write, so they wait for the step.
 	later []string
+	// hurryNext makes the next step urgent: a host it records a task for
+	// will be due before the group commit's pacing would end (hurryFor).
+	hurryNext bool
 	// promote: revisits that came due, for the next step to queue;
 	// promoteAt: when to look for more (revisit.go).
 	promote   []store.Scheduled
