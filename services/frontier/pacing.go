@@ -47,11 +47,16 @@ func (pt *partition) waitsForStep(seq uint64, fd messages.FetchDone, now time.Ti
 // hurryFor hurries the writes fd's host waits for when fd makes the host
 // due within twice the group commit's interval: the writes pending in the
 // store now, and the next step if it is the one that records the host's
-// task in flight (its reservation waits in pre). Otherwise the host would
-// wait for the pacing: one URL that cost no request (robots.txt forbade it)
-// after a 100 ms rest held its host 30-60 ms at an interval of 30 ms, its
-// record first waiting for the pending step, then for company (the
-// politeness-bound case in docs/benchmarks.md).
+// task in flight (its reservation waits in pre).
+//
+// A URL that cost no request (robots.txt forbade it) of a host that rests
+// longer is the exception, hurried only while the partition is not
+// congested. Unhurried, such a URL held its host 30-60 ms after a 100 ms
+// rest (its record waited for the pending step, then for company): 2 % of a
+// politeness-bound crawl, whose cores idle and whose commits are cheap. In a
+// crawl that keeps the cores busy, the host's next turn waits in the shared
+// queues anyway, and a commit for each such URL (4 % of the URLs) more than
+// doubled the commits a page and cost CPU the other hosts wait for.
 func (pt *partition) hurryFor(fd messages.FetchDone, now time.Time) {
 	e, ok := pt.s.o.Store.(store.Early)
 	if !ok {
@@ -59,6 +64,9 @@ func (pt *partition) hurryFor(fd messages.FetchDone, now time.Time) {
 	}
 	at, _, _ := pt.rest(fd, now)
 	if !at.Before(now.Add(2*e.PaceInterval() + pt.s.o.IssueAhead)) { // as restsBriefly
+		return
+	}
+	if nothingSent(fd) && !pt.restsBriefly(fd.Host) && pt.congestion.congested() {
 		return
 	}
 	e.Hurry()

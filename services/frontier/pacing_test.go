@@ -94,3 +94,42 @@ func TestAForbiddenURLHurriesItsHostsNextTask(t *testing.T) {
 		t.Errorf("next task %q, want http://a.example/3", next.URL)
 	}
 }
+
+// hurryCount is an early store that counts Hurry; nothing else is called.
+type hurryCount struct {
+	store.Store
+	store.Early
+	n int
+}
+
+func (h *hurryCount) PaceInterval() time.Duration { return 30 * time.Millisecond }
+func (h *hurryCount) Hurry()                      { h.n++ }
+
+// Under congestion (the cores, not the delay, bound the crawl) a forbidden
+// URL of a host that rests longer than the pacing costs no commit of its
+// own: the host's next turn waits in the shared queues anyway. A host that
+// rests briefly is hurried all the same.
+func TestAForbiddenURLIsNotHurriedUnderCongestion(t *testing.T) {
+	st := &hurryCount{}
+	pt := &partition{s: &Service{o: Options{Delay: 100 * time.Millisecond, Store: st}}, hosts: map[string]*host{}}
+	slow, quick := pt.host("slow.example"), pt.host("quick.example")
+	slow.rest, slow.queued = 100*time.Millisecond, 3
+	quick.rest, quick.queued = 10*time.Millisecond, 3
+	forbidden := func(host string) messages.FetchDone {
+		return messages.FetchDone{Host: host, Disallowed: true}
+	}
+	now := time.Now()
+	pt.hurryFor(forbidden("slow.example"), now)
+	if st.n != 1 {
+		t.Fatalf("quiet partition: %d hurries, want 1", st.n)
+	}
+	pt.congestion = congestion{last: 6 * time.Millisecond, base: time.Millisecond}
+	pt.hurryFor(forbidden("slow.example"), now)
+	if st.n != 1 {
+		t.Errorf("congested partition: a forbidden URL of a resting host was hurried")
+	}
+	pt.hurryFor(forbidden("quick.example"), now)
+	if st.n != 2 {
+		t.Errorf("congested partition: a forbidden URL of a host resting 10 ms was not hurried")
+	}
+}
