@@ -156,6 +156,10 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	ended := d.ended // the frontier in this process (run)
+	if ended == nil {
+		ended = fetcher.EndsOnNATS(d.NC, d.Names) // the services: say it on NATS
+	}
 	backlog := cfg.FetchBacklog
 	if d.pagesInProcess {
 		backlog = 0 // the handover holds the fetcher to the parser's pace
@@ -164,7 +168,7 @@ func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 		JS: d.JS, Names: d.Names, Workers: cfg.FetchWorkers, MaxPayload: d.NC.MaxPayload(), MaxDeliver: cfg.MaxDeliver,
 		IgnoreRobots: cfg.IgnoreRobots, RobotsTTL: cfg.RobotsTTL, RobotsRetry: cfg.RobotsRetry, Sitemaps: cfg.Sitemaps, GuessSitemap: cfg.SitemapGuess,
 		Delay: cfg.PolitenessDelay, Factor: cfg.PolitenessFactor, MaxCrawlDelay: cfg.MaxCrawlDelay, MaxGap: cfg.PolitenessMaxGap,
-		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed, Inbox: d.tasks, Ended: d.ended,
+		IPCeiling: cfg.IPMaxConcurrent, IPGap: cfg.IPDelay, LocalIPGate: d.closed, Inbox: d.tasks, Ended: ended,
 		Backlog: backlog, BacklogReaders: backlogReaders(cfg, d),
 		HTTP: fetcher.HTTPOptions{
 			Timeout: cfg.FetchTimeout, MaxBodyBytes: cfg.MaxBodyBytes, UserAgent: cfg.UserAgent, AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal,

@@ -45,6 +45,11 @@ func (n Names) FrontierNew(p int) string { return fmt.Sprintf("%s.frontier.%d.ne
 // FrontierDone is where fetchers report finished tasks of partition p.
 func (n Names) FrontierDone(p int) string { return fmt.Sprintf("%s.frontier.%d.done", n.Prefix, p) }
 
+// Ended is where a fetcher in another process tells partition p's frontier
+// of a fetch's end the moment it has the response, ahead of the done report
+// (core NATS, no stream: a hint, lost if nobody listens).
+func (n Names) Ended(p int) string { return fmt.Sprintf("%s.ended.%d", n.Prefix, p) }
+
 // Frontier is the filter of everything partition p's frontier consumes.
 func (n Names) Frontier(p int) string { return fmt.Sprintf("%s.frontier.%d.*", n.Prefix, p) }
 
@@ -91,6 +96,8 @@ func (n Names) Kind(subject string) string {
 	case len(t) == 3 && t[0] == "frontier" && partition(t[1]) && t[2] == "new":
 		return messages.KindNew
 	case len(t) == 3 && t[0] == "frontier" && partition(t[1]) && t[2] == "done":
+		return messages.KindDone
+	case len(t) == 2 && t[0] == "ended" && partition(t[1]):
 		return messages.KindDone
 	case len(t) == 2 && t[0] == "fetch" && partition(t[1]):
 		return messages.KindTask

@@ -15,6 +15,8 @@ func TestKind(t *testing.T) {
 		n.Discovered(7):          messages.KindDiscovered,
 		n.FrontierNew(0):         messages.KindNew,
 		n.FrontierDone(255):      messages.KindDone,
+		n.Ended(12):              messages.KindDone,
+		"crawl.eu.ended.x":       "",
 		n.Fetch(3):               messages.KindTask,
 		n.PagesFetched():         messages.KindPage,
 		n.PagesParsed():          messages.KindParsed,

@@ -65,8 +65,8 @@ type Options struct {
 	Inbox *bus.Inbox
 	// Ended, when set, hears each task's done report the moment the
 	// response has been read, before the page is parsed and the report
-	// published (frontier.Service.Ended, in `trawler run`): a host due
-	// again at once gets its next task meanwhile.
+	// published (frontier.Service.Ended, in `trawler run`; EndsOnNATS in
+	// the services): a host due again at once gets its next task meanwhile.
 	Ended func(messages.FetchDone)
 	// Backlog: fetching waits while more than this many fetched pages wait
 	// for BacklogReaders, consumers of pages.fetched (default: the

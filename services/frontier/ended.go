@@ -8,11 +8,18 @@ package frontier
 // makes the fetch durable: the step that records the next task also applies
 // the report, and waits for it (partition.expected). See docs/frontier.md,
 // "A fetch's end, heard in process".
+//
+// A fetcher in another process says the same on core NATS (Names.Ended: no
+// stream, nothing stored, lost if nobody listens), and each partition
+// listens while it runs: the done report's way through the stream (stored,
+// then delivered to the partition's pull) is a millisecond or more on a
+// busy machine, most of a host's turnaround in the services.
 
 import (
 	"context"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/pkg/messages"
@@ -46,7 +53,36 @@ func (pt *partition) listenEnds() func() {
 	}
 	pt.ends = make(chan messages.FetchDone, endsBuffer)
 	pt.s.ends.Store(pt.p, pt.ends)
-	return func() { pt.s.ends.CompareAndDelete(pt.p, pt.ends) }
+	unsub := pt.hearEnds()
+	return func() {
+		unsub()
+		pt.s.ends.CompareAndDelete(pt.p, pt.ends)
+	}
+}
+
+// hearEnds subscribes to the partition's fetch ends from other processes
+// (Names.Ended) until the returned function runs. Without a subscription
+// (no connection, or it failed: logged) the done reports free the hosts.
+func (pt *partition) hearEnds() func() {
+	if pt.s.o.JS == nil || pt.s.o.JS.Conn() == nil {
+		return func() {}
+	}
+	ends := pt.ends
+	sub, err := pt.s.o.JS.Conn().Subscribe(pt.s.o.Names.Ended(pt.p), func(m *nats.Msg) {
+		var fd messages.FetchDone
+		if messages.Decode(m.Data, &fd) != nil || fd.Partition != pt.p || fd.Retry || fd.Expired {
+			return // a hint only: the done report carries the same
+		}
+		select {
+		case ends <- fd:
+		default:
+		}
+	})
+	if err != nil {
+		pt.log.Warn("not listening for the fetchers' early word of a fetch's end; hosts wait for the done reports", "subject", pt.s.o.Names.Ended(pt.p), "err", err)
+		return func() {}
+	}
+	return func() { _ = sub.Unsubscribe() }
 }
 
 // ended frees fd's host in memory when its task was recorded and its next

@@ -115,3 +115,72 @@ func (h *harness) reportDone(fd messages.FetchDone) {
 	data, _ := json.Marshal(fd)
 	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
 }
+
+// A fetcher in another process says a fetch ended on core NATS
+// (fetcher.EndsOnNATS): the partition hears it there and publishes the
+// host's reserved next task before the done report, which the step that
+// records that task still waits for. A hint for another partition, or one
+// that does not decode, is dropped.
+func TestAnEndHeardOnNATSHandsTheNextTask(t *testing.T) {
+	h := start(t, Options{})
+	h.enqueue("http://a.example/1", "http://a.example/2", "http://a.example/3")
+	first, _, ok := h.task(2 * time.Second)
+	if !ok {
+		t.Fatal("no first task")
+	}
+	ctx := context.Background()
+	testutil.Eventually(t, 5*time.Second, "the first task recorded", func() bool {
+		st, err := h.st.Load(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hs := range st.Hosts {
+			if hs.Host == "a.example" && hs.InFlight != nil && hs.InFlight.Task.ID == first.ID {
+				return true
+			}
+		}
+		return false
+	})
+	end := messages.FetchDone{V: 1, TaskID: first.ID, Partition: 0, Host: first.Host, URL: first.URL, Status: 200, FinishedAt: time.Now()}
+	nc := h.js.Conn()
+	wrong := end
+	wrong.Partition = 1
+	for _, data := range [][]byte{[]byte("{not json"), mustEncode(t, wrong)} {
+		if err := nc.Publish(h.names.Ended(0), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a task after hints that were not the first task's end: %+v", task)
+	}
+	if err := nc.Publish(h.names.Ended(0), mustEncode(t, end)); err != nil {
+		t.Fatal(err)
+	}
+	second, _, ok := h.task(2 * time.Second)
+	if !ok || second.URL != "http://a.example/2" {
+		t.Fatalf("after the end on NATS: %+v, %v; want the host's next task", second, ok)
+	}
+	if n := h.svc.Stats.EndedEarly.Load(); n != 1 {
+		t.Errorf("EndedEarly %d, want 1", n)
+	}
+	// The reports, in turn: the crawl goes on to its end, no task twice.
+	h.reportDone(end)
+	h.done(second, false)
+	third, _, ok := h.task(2 * time.Second)
+	if !ok || third.URL != "http://a.example/3" {
+		t.Fatalf("after the reports: %+v, %v; want the third task", third, ok)
+	}
+	h.done(third, false)
+	if task, _, ok := h.task(300 * time.Millisecond); ok {
+		t.Fatalf("a task after the host's last: %+v", task)
+	}
+}
+
+func mustEncode(t *testing.T, fd messages.FetchDone) []byte {
+	t.Helper()
+	data, err := messages.Encode(&fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

@@ -203,7 +203,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
 			bus.Counter{Name: "tasks_handed_total", Help: "Fetch tasks given to the fetcher of this process without the fetch stream (trawler run without --nats-listen; part of tasks_issued_total).", Value: &s.Stats.Handed},
-			bus.Counter{Name: "fetches_ended_early_total", Help: "Fetches whose host got its next task when the fetcher of this process had read the response, before the done report (trawler run without --nats-listen).", Value: &s.Stats.EndedEarly},
+			bus.Counter{Name: "fetches_ended_early_total", Help: "Fetches whose host got its next task when a fetcher had read the response, before the done report (in process in trawler run, on core NATS from the services' fetchers).", Value: &s.Stats.EndedEarly},
 			bus.Counter{Name: "revisits_queued_total", Help: "URLs moved from the revisit schedule into their host queues, due again (a continuous crawl; part of urls_enqueued_total).", Value: &s.Stats.Revisits},
 			bus.Counter{Name: "tasks_done_total", Help: "Fetch tasks reported done.", Value: &s.Stats.Done},
 			bus.Counter{Name: "tasks_expired_total", Help: "Tasks whose lease ran out or that expired unfetched.", Value: &s.Stats.Expired},
