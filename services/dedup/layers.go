@@ -26,6 +26,11 @@ type layers struct {
 	// The fill as last counted, and when (see fillEvery).
 	filled   float64
 	filledAt time.Time
+	// added counts the fingerprints added: a filter none was added to is
+	// empty, and counting its bits would fault in every page of a freshly
+	// allocated bit set (megabytes) under mu, holding the partition's
+	// first batch tens of milliseconds at a crawl's start.
+	added int
 }
 
 // fillEvery is how long a count of the Bloom filter's set bits is reused:
@@ -92,6 +97,7 @@ func (l *layers) learn(decided map[uint64]int, fresh []uint64) {
 	for _, fp := range fresh {
 		l.bloom.Add(fpBytes(&buf, fp))
 	}
+	l.added += len(fresh)
 	l.mu.Unlock()
 }
 
@@ -107,6 +113,7 @@ func (l *layers) warm(ctx context.Context, scan func(ctx context.Context, fn fun
 		for _, fp := range fps {
 			l.bloom.Add(fpBytes(&buf, fp))
 		}
+		l.added += len(fps)
 		l.mu.Unlock()
 		n += len(fps)
 		return nil
@@ -125,7 +132,7 @@ func (l *layers) warm(ctx context.Context, scan func(ctx context.Context, fn fun
 func (l *layers) fill(now time.Time) (ratio, fpRate float64, complete bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.filledAt.IsZero() || now.Sub(l.filledAt) >= fillEvery {
+	if l.added > 0 && (l.filledAt.IsZero() || now.Sub(l.filledAt) >= fillEvery) {
 		l.filled = float64(l.bloom.BitSet().Count()) / float64(l.bloom.Cap())
 		l.filledAt = now
 	}
@@ -235,17 +242,22 @@ func cmpOr(a, b string) string {
 }
 
 func (s *Service) bloomFill() (ratio, fpRate float64) {
+	// The layers are counted outside s.mu, which every batch takes.
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.layers) == 0 {
+	ls := make([]*layers, 0, len(s.layers))
+	for _, l := range s.layers {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	if len(ls) == 0 {
 		return 0, 0
 	}
 	now := time.Now()
-	for _, l := range s.layers {
+	for _, l := range ls {
 		r, f, _ := l.fill(now)
 		ratio += r
 		fpRate += f
 	}
-	n := float64(len(s.layers))
+	n := float64(len(ls))
 	return ratio / n, fpRate / n
 }
