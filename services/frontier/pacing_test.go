@@ -2,12 +2,10 @@ package frontier
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/trawlerhq/trawler/internal/testbus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -57,8 +55,7 @@ func (s *heldSteps) release(forever bool) {
 
 // disallowed reports task's fetch as robots.txt forbidding it: nothing sent.
 func (h *harness) disallowed(task messages.FetchTask) {
-	data, _ := json.Marshal(messages.FetchDone{V: 1, TaskID: task.ID, Host: task.Host, URL: task.URL, Disallowed: true})
-	testbus.Publish(h.t, h.js, h.names.FrontierDone(0), data, messages.HeaderKind, "done")
+	h.reportDone(messages.FetchDone{V: 1, TaskID: task.ID, Host: task.Host, URL: task.URL, Disallowed: true})
 }
 
 // A URL robots.txt forbids costs its host no request, so the host is due
