@@ -66,6 +66,10 @@ type Deps struct {
 	// ended is set by the frontier: the fetcher of run tells it of a
 	// fetch's end before the page is parsed (frontier.Service.Ended).
 	ended func(messages.FetchDone)
+	// moved is set by run: dedup and the frontier call it after each batch
+	// and step, and run's end watcher asks the store at once whether the
+	// crawl is over (crawlstate.Watcher.Wake).
+	moved func()
 
 	closers []func() error
 }

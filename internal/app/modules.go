@@ -104,7 +104,7 @@ func newDedup(ctx context.Context, d *Deps) (Runner, error) {
 		JS: d.JS, Names: d.Names, Seen: d.Store, Partitions: parts, PartitionCount: cfg.PartitionCount, Join: d.joiner(ctx, "dedup"),
 		MaxDeliver: cfg.MaxDeliver, Log: log, Registerer: d.Registry,
 		CachePolicy: cfg.DedupCache, CacheSize: cfg.DedupCacheSize, StaticFile: cfg.DedupStaticFile,
-		ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP,
+		ExpectedURLs: cfg.DedupExpectedURLs, BloomFP: cfg.DedupBloomFP, AfterBatch: d.moved,
 	}
 	if cfg.TraceDir == "" {
 		return dedup.New(o), nil
@@ -135,10 +135,11 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 		FetchTimeout: cfg.FetchTimeout,
 		IssueAhead:   cfg.IssueAhead,
 		MaxAttempts:  cfg.MaxAttempts, MaxDeferrals: cfg.MaxDeferrals, MaxPages: cfg.MaxPages, MaxDeliver: cfg.MaxDeliver,
-		Limits:  store.Limits{HostBudget: cfg.HostBudget(), HostQueue: cfg.MaxQueuePerHost},
-		Revisit: sched,
-		Inbox:   d.tasks,
-		Log:     log, Registerer: d.Registry,
+		Limits:    store.Limits{HostBudget: cfg.HostBudget(), HostQueue: cfg.MaxQueuePerHost},
+		Revisit:   sched,
+		Inbox:     d.tasks,
+		AfterStep: d.moved,
+		Log:       log, Registerer: d.Registry,
 	})
 	// In run the fetcher, built next, is in this process and tells the
 	// frontier of its fetches' ends, with --nats-listen too: the next task

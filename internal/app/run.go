@@ -194,6 +194,15 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		return errors.Join(sinksStopped...)
 	}
 	defer endSinks() // an early return: the files are closed all the same
+	// The end watcher below looks when dedup or the frontier may have
+	// finished the last work, not only at its interval.
+	moved := make(chan struct{}, 1)
+	d.moved = func() {
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	}
 	var wg sync.WaitGroup
 	var fetch *fetcher.Service
 	var parse *parser.Service
@@ -264,7 +273,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	}
 
 	parts, _ := (&config.Config{PartitionCount: cfg.PartitionCount}).OwnedPartitions()
-	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages, IgnoreSchedule: !cfg.Continuous()}
+	w := &crawlstate.Watcher{JS: d.JS, Names: d.Names, Store: d.Store, Partitions: parts, MaxPages: cfg.MaxPages, IgnoreSchedule: !cfg.Continuous(), Wake: moved}
 	prog := newProgress(o.Progress, start)
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	defer cancelWait()

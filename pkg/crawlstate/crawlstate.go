@@ -70,6 +70,12 @@ type Watcher struct {
 	MaxPages   int
 	// IgnoreSchedule: see Snapshot.IgnoreSchedule.
 	IgnoreSchedule bool
+	// Wake, when set, tells Wait that work may have just ended somewhere
+	// (the services of `trawler run` signal it after each step and
+	// batch): Wait then asks the store, which is cheap, and when it holds
+	// nothing queued or in flight looks at once instead of at its next
+	// interval. Without it the end is seen up to a tail interval late.
+	Wake <-chan struct{}
 }
 
 // Snapshot reads the streams first, then the store.
@@ -160,7 +166,12 @@ func (s Snapshot) BudgetSpent() bool {
 // flight anywhere: a continuous crawl is never idle until its budget is spent.
 func (s Snapshot) Idle() bool {
 	return s.Discovered.Msgs == 0 && s.Frontier.Msgs == 0 && s.Fetch.Msgs == 0 &&
-		s.ParserBacklog == 0 && s.Store.InFlight == 0 &&
+		s.ParserBacklog == 0 && s.storeIdle()
+}
+
+// storeIdle is the store's part of Idle.
+func (s Snapshot) storeIdle() bool {
+	return s.Store.InFlight == 0 &&
 		((s.Store.Queued == 0 && (s.Store.Scheduled == 0 || s.IgnoreSchedule)) || s.BudgetSpent())
 }
 
@@ -234,13 +245,44 @@ func (w *Watcher) Wait(ctx context.Context, every time.Duration, each func(Snaps
 			return s, ctx.Err()
 		}
 		t.Reset(next)
-		select {
-		case <-ctx.Done():
+		if !w.until(ctx, t) {
 			return s, ctx.Err()
-		case <-t.C:
 		}
 	}
 }
+
+// until waits for t, or for a Wake after which the store holds nothing
+// queued or in flight; false when ctx ended. The store is asked at most
+// once every wakeGap: a large crawl signals Wake hundreds of times a
+// second, and a signal that comes meanwhile is kept for the next ask.
+func (w *Watcher) until(ctx context.Context, t *time.Timer) bool {
+	wake := w.Wake
+	var rest <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-wake:
+			if w.storeIdle(ctx) {
+				return true
+			}
+			wake, rest = nil, time.After(wakeGap)
+		case <-rest:
+			wake, rest = w.Wake, nil
+		}
+	}
+}
+
+// storeIdle reads the store alone (Snapshot.storeIdle).
+func (w *Watcher) storeIdle(ctx context.Context) bool {
+	st, err := w.Store.Stats(ctx, w.Partitions)
+	return err == nil && Snapshot{Store: st, MaxPages: w.MaxPages, IgnoreSchedule: w.IgnoreSchedule}.storeIdle()
+}
+
+// wakeGap is the least time between two of until's looks at the store.
+const wakeGap = 2 * time.Millisecond
 
 // NextLook is how long Wait waits after snapshot s (prev: the one before,
 // nil at the first look) when it looks every `every`: confirmAfter after an

@@ -2,6 +2,7 @@ package crawlstate_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/crawlstate"
+	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
 
@@ -155,5 +157,73 @@ func TestNextLookAtThePace(t *testing.T) {
 		if got := crawlstate.NextLook(&prev, c.s, every); got < c.from || got > c.to {
 			t.Errorf("%s: next look in %v, want %v to %v", c.name, got, c.from, c.to)
 		}
+	}
+}
+
+// A Wake after which the store holds nothing queued or in flight makes Wait
+// look at once, not at its next interval (an hour here); a Wake while the
+// store still holds work does not. A hundred tasks in flight: with less
+// left, Wait looks often anyway, as near a crawl's end.
+func TestWaitLooksOnAWakeOnceTheStoreIsIdle(t *testing.T) {
+	js, names := testbus.Start(t, 1)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	var queued []store.Queued
+	var issues []store.Issue
+	var done []store.Done
+	now := time.Now()
+	for i := range 100 {
+		host := fmt.Sprintf("h%d.test", i)
+		queued = append(queued, store.Queued{Host: host, Link: messages.Link{URL: "http://" + host + "/"}, Attempt: 1})
+		id := fmt.Sprintf("t%d", i)
+		issues = append(issues, store.Issue{Host: host, TaskID: id, IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(time.Minute)})
+		done = append(done, store.Done{Host: host, TaskID: id})
+	}
+	if _, err := st.Apply(ctx, 0, 1, queued, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, err := st.Pop(ctx, 0, issues); err != nil || len(tasks) != len(issues) {
+		t.Fatalf("pop: %v, %d tasks", err, len(tasks))
+	}
+	wake := make(chan struct{}, 1)
+	nudge := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	w := &crawlstate.Watcher{JS: js, Names: names, Store: st, Partitions: []int{0}, Wake: wake}
+	looks := make(chan crawlstate.Snapshot, 16)
+	ended := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, err := w.Wait(ctx, time.Hour, func(s crawlstate.Snapshot) { looks <- s })
+		ended <- err
+	}()
+	if s := <-looks; s.Idle() {
+		t.Fatalf("first look idle with tasks in flight: %+v", s.Store)
+	}
+	nudge() // tasks in flight: no look
+	select {
+	case s := <-looks:
+		t.Fatalf("looked on a wake with tasks in flight: %+v", s.Store)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := st.Apply(ctx, 0, 2, nil, done); err != nil {
+		t.Fatal(err)
+	}
+	nudge()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not end on the wake after the tasks were done")
 	}
 }

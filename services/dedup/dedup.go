@@ -69,6 +69,10 @@ type Options struct {
 
 	// Observer, when set, sees every fingerprint received (nil: none).
 	Observer Observer
+	// AfterBatch, when set, is called after each batch is handled: `trawler
+	// run`'s end watcher then asks the store whether anything is left
+	// (crawlstate.Watcher.Wake). It must not block.
+	AfterBatch func()
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil
@@ -203,6 +207,9 @@ func (s *Service) runPartition(ctx context.Context, p int) error {
 		// is finished and acked rather than abandoned.
 		if err := s.handle(context.WithoutCancel(ctx), p, batch); err != nil && ctx.Err() == nil {
 			return err
+		}
+		if s.o.AfterBatch != nil {
+			s.o.AfterBatch()
 		}
 	}
 }

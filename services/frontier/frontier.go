@@ -104,6 +104,10 @@ type Options struct {
 	// partition reloads; after a crash nothing of it is left, and the load
 	// publishes the tasks in flight that no stream holds.
 	Inbox *bus.Inbox
+	// AfterStep, when set, is called after each outcome of a partition's
+	// step is handled: `trawler run`'s end watcher then asks the store
+	// whether anything is left (crawlstate.Watcher.Wake). It must not block.
+	AfterStep func()
 
 	Log        *slog.Logger
 	Registerer prometheus.Registerer // may be nil

@@ -307,6 +307,9 @@ func (pt *partition) run(ctx context.Context, cons jetstream.Consumer) error {
 // next step may start) or its outcome (complete it, or only ack what a
 // settled step applied).
 func (pt *partition) event(ctx context.Context, pend **pending, e stepEvent) error {
+	if after := pt.s.o.AfterStep; after != nil {
+		defer after()
+	}
 	p := e.p
 	if e.early {
 		if p.settled {
