@@ -158,6 +158,7 @@ func NewOut(o OutOptions) *Out {
 	w := &Out{o: o, ckpt: o.Path + ".checkpoint", stopped: make(chan struct{}), flush: newFlushSignal()}
 	w.direct.seen = map[string]struct{}{}
 	w.direct.wrote = make(chan struct{}, 1)
+	w.direct.committed = make(chan struct{}, 1)
 	bus.RegisterCounters(o.Registerer, "out",
 		bus.Counter{Name: "lines_total", Help: "Lines written to the --out file.", Value: &w.Lines},
 		bus.Counter{Name: "checkpoints_total", Help: "Batches of the --out file made durable (fsync and checkpoint).", Value: &w.Checkpoints},
@@ -252,6 +253,7 @@ func (w *Out) Drain(ctx context.Context) error {
 			return nil
 		case <-ctx.Done():
 			return nil
+		case <-w.direct.committed: // a direct writer's checkpoint
 		case <-time.After(drainPoll):
 		}
 	}

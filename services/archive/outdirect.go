@@ -45,6 +45,12 @@ type directState struct {
 	buf      []byte
 	wrote    chan struct{} // a line was written (capacity 1)
 	pending  atomic.Int64  // lines written, not yet checkpointed
+	// committed is signalled after each checkpoint (capacity 1): Drain
+	// waits for it rather than polling.
+	committed chan struct{}
+	// behind is the offset up to which the file's writeback was started
+	// (writeBehind); runDirect's alone.
+	behind int64
 }
 
 // Write appends the line of a parsed document (the parser's JSON, as
@@ -103,6 +109,7 @@ func (w *Out) Write(taskID string, doc []byte) error {
 // at the end of ctx.
 func (w *Out) runDirect(ctx context.Context) error {
 	d := &w.direct
+	d.behind = w.pos.Size
 	for {
 		select {
 		case <-ctx.Done():
@@ -112,6 +119,7 @@ func (w *Out) runDirect(ctx context.Context) error {
 		deadline := time.NewTimer(w.o.Every)
 	gather:
 		for !w.directFull() {
+			w.writeBehind()
 			select {
 			case <-ctx.Done():
 				break gather
@@ -128,6 +136,32 @@ func (w *Out) runDirect(ctx context.Context) error {
 		}
 	}
 }
+
+// writeBehind starts the disk's writeback of the lines written since it
+// last did, by whole pages once writeBehindChunk has gathered, and does not
+// wait for it: the batch's fsync then finds most of its bytes on disk. A
+// crawl of a second was one batch of ~13 MB, whose fsync held the end of
+// the run ~20 ms. Called by runDirect alone, between commits (w.pos is
+// the file's committed size).
+func (w *Out) writeBehind() {
+	d := &w.direct
+	d.mu.Lock()
+	end := w.pos.Size + d.batch.size
+	d.mu.Unlock()
+	if end-d.behind < writeBehindChunk {
+		return
+	}
+	to := end &^ (writeBehindPage - 1) // a page still being filled is left for later
+	startWriteback(w.f, d.behind, to-d.behind)
+	d.behind = to
+}
+
+// writeBehindChunk is how much writeBehind lets gather before it starts a
+// writeback; writeBehindPage the page size it rounds down to.
+const (
+	writeBehindChunk = 1 << 20
+	writeBehindPage  = 4096
+)
 
 func (w *Out) directFull() bool {
 	d := &w.direct
@@ -177,6 +211,10 @@ func (w *Out) commitDirect() error {
 	d.pending.Add(-int64(b.lines))
 	w.Lines.Add(int64(b.lines))
 	w.Checkpoints.Add(1)
+	select {
+	case d.committed <- struct{}{}:
+	default:
+	}
 	return nil
 }
 

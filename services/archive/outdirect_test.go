@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,4 +218,55 @@ func TestOutDirectWriteFailureStopsTheWriter(t *testing.T) {
 	if err := w.Write(docOf(4)); err == nil {
 		t.Error("Write after the failure: no error")
 	}
+}
+
+// writeBehind starts the writeback of whole pages once a megabyte has
+// gathered, never past what was written, and leaves the lines as written.
+// (Whether the kernel then writes them early is its own: the figure is in
+// docs/benchmarks.md.)
+func TestOutDirectWritesBehindByWholePages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pages.jsonl")
+	w := NewOut(directOptions(path))
+	if err := w.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.f.Close()
+	d := &w.direct
+	d.behind = w.pos.Size // as runDirect does; the test plays its part
+	written := func() int64 {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return w.pos.Size + d.batch.size
+	}
+	pad := strings.Repeat("x", 10_000)
+	i := 0
+	for written() < writeBehindChunk/2 {
+		task, _ := docOf(i)
+		doc, _ := json.Marshal(messages.Parsed{V: messages.Version, TaskID: task, URL: fmt.Sprintf("http://a.test/%d", i), Title: pad, Outlinks: []string{}})
+		if err := w.Write(task, doc); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	w.writeBehind()
+	if d.behind != 0 {
+		t.Fatalf("writeback started at %d bytes written, before a chunk (%d) gathered", d.behind, writeBehindChunk)
+	}
+	for written() < 3*writeBehindChunk+123 {
+		task, _ := docOf(i)
+		doc, _ := json.Marshal(messages.Parsed{V: messages.Version, TaskID: task, URL: fmt.Sprintf("http://a.test/%d", i), Title: pad, Outlinks: []string{}})
+		if err := w.Write(task, doc); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	end := written()
+	w.writeBehind()
+	if d.behind%writeBehindPage != 0 || d.behind > end || end-d.behind >= writeBehindPage {
+		t.Fatalf("writeback started up to %d of %d bytes written; want the last whole page", d.behind, end)
+	}
+	if err := w.commitDirect(); err != nil {
+		t.Fatal(err)
+	}
+	wantEachOnce(t, path, i)
 }
