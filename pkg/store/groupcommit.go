@@ -198,16 +198,18 @@ func (g *groupCommit) enqueue(c *groupCall) bool {
 
 // hurry makes the writes waiting now urgent: a caller needs their commit
 // (a frontier partition holds a done report whose host is due before the
-// pacing would end).
+// pacing would end). When none waits, the next group does not wait for
+// company: the write hurried for may not have arrived yet (a partition's
+// step is written from a goroutine of its own, and links that came just
+// after it hurried nothing: the seed's host waited out the pacing at the
+// start of a crawl).
 func (g *groupCommit) hurry() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, c := range g.pending {
 		c.urgent = true
 	}
-	if len(g.pending) > 0 {
-		g.signalUrgent()
-	}
+	g.signalUrgent()
 }
 
 // signalUrgent ends a pacing wait; mu held.

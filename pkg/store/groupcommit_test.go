@@ -600,6 +600,30 @@ func TestGroupCommitEarlyWriteWaitsUnlessHurried(t *testing.T) {
 	}
 }
 
+// A hurry that comes before the write it is for (a partition's step is
+// written from its own goroutine) still spares that write the pacing.
+func TestGroupCommitHurryBeforeTheWriteComes(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	g := openGroupTest(t, interval).writes
+	err := g.update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("w")); return err }, false)
+	if err != nil { // a commit now: the next one is paced
+		t.Fatal(err)
+	}
+	g.hurry()
+	start := time.Now()
+	var ranAt time.Duration
+	err = g.updateEarly(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("early"))
+		return err
+	}, func() { ranAt = time.Since(start) }, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ranAt > interval/2 {
+		t.Errorf("a write hurried before it came ran after %s; want at once (interval %s)", ranAt, interval)
+	}
+}
+
 // A write its caller waits on with nothing else to do — a partition's
 // load, the page budget an issue takes first — does not wait for the
 // pacing: with --max-pages a one-host crawl paid it on every issue while a

@@ -100,8 +100,9 @@ type Early interface {
 	// PaceInterval is the longest a write that is not urgent may wait for
 	// company before its commit starts.
 	PaceInterval() time.Duration
-	// Hurry commits the writes waiting now without more waiting for
-	// company: their caller holds work that needs them durable.
+	// Hurry commits the writes waiting now, or the next group when none
+	// waits yet, without more waiting for company: their caller holds work
+	// that needs them durable.
 	Hurry()
 }
 

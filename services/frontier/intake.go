@@ -346,6 +346,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 		fd  messages.FetchDone
 	}
 	var cands []cand
+	hurried := false
 	for _, m := range batch {
 		switch m.Headers().Get(messages.HeaderKind) {
 		case "new":
@@ -355,6 +356,10 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 					if name, err := urlx.Host(l.URL); err == nil {
 						if h := pt.hosts[name]; h != nil && h.next != nil && h.next.Outranked(l) {
 							h.next = nil
+						}
+						if !hurried && pt.waitsForLinks(name, now) {
+							hurried = true
+							pt.hurryForLinks()
 						}
 					}
 				}

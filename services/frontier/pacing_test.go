@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/store"
 )
@@ -129,4 +130,40 @@ func TestAForbiddenURLIsNotHurriedUnderCongestion(t *testing.T) {
 	if st.n != 2 {
 		t.Errorf("congested partition: a forbidden URL of a host resting 10 ms was not hurried")
 	}
+}
+
+// Links for an idle host that come while a step is pending hurry that step:
+// the host's next task comes from the step after it. Here the pending step
+// holds the done report of the host's only task, issues nothing and would
+// wait for company; at a crawl's start the seed's host waited so for the
+// seed's links.
+func TestLinksForAnIdleHostHurryThePendingStep(t *testing.T) {
+	var st *heldSteps
+	h := startOn(t, Options{}, func(b *store.Bolt) store.Store {
+		st = &heldSteps{Bolt: b}
+		return st
+	})
+	t.Cleanup(func() { st.release(true) }) // before the harness stops
+	h.enqueue("http://a.example/1")
+	first, _, ok := h.task(5 * time.Second)
+	if !ok {
+		t.Fatal("no first task")
+	}
+	h.done(first, false)
+	testutil.Eventually(t, 5*time.Second, "the done report's step held for company", st.holding)
+	h.enqueue("http://a.example/2")
+	next, _, ok := h.task(5 * time.Second)
+	if !ok {
+		t.Fatal("the idle host's task waited for a step that was not hurried")
+	}
+	if next.URL != "http://a.example/2" {
+		t.Errorf("next task %q, want http://a.example/2", next.URL)
+	}
+}
+
+// holding tells whether a step waits for Hurry.
+func (s *heldSteps) holding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiting) > 0
 }
