@@ -42,11 +42,7 @@ func TestFinishedLooksPastTheBlockKeeper(t *testing.T) {
 // and the crawl is seen finished across it.
 func TestSnapshotReadsTheKeeperOfAQuietStream(t *testing.T) {
 	js, names := testbus.Start(t, 1)
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	w := &crawlstate.Watcher{JS: js, Names: names, Store: st, Partitions: []int{0}}
 	testbus.Publish(t, js, names.Fetch(0), []byte("task"))
@@ -54,6 +50,7 @@ func TestSnapshotReadsTheKeeperOfAQuietStream(t *testing.T) {
 		t.Fatal("no task")
 	}
 	var before crawlstate.Snapshot
+	var err error
 	testutil.Eventually(t, 5*time.Second, "the task acked", func() bool {
 		before, err = w.Snapshot(ctx)
 		return err == nil && before.Idle()
@@ -166,11 +163,7 @@ func TestNextLookAtThePace(t *testing.T) {
 // left, Wait looks often anyway, as near a crawl's end.
 func TestWaitLooksOnAWakeOnceTheStoreIsIdle(t *testing.T) {
 	js, names := testbus.Start(t, 1)
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	ctx := context.Background()
 	var queued []store.Queued
 	var issues []store.Issue
@@ -226,4 +219,15 @@ func TestWaitLooksOnAWakeOnceTheStoreIsIdle(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait did not end on the wake after the tasks were done")
 	}
+}
+
+// openStore opens a bbolt store in the test's directory, closed with it.
+func openStore(t *testing.T) *store.Bolt {
+	t.Helper()
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
