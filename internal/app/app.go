@@ -70,6 +70,9 @@ type Deps struct {
 	// and step, and run's end watcher asks the store at once whether the
 	// crawl is over (crawlstate.Watcher.Wake).
 	moved func()
+	// resolver is set by run: the seeds' address check and the fetcher
+	// share it (newFetcher makes one otherwise).
+	resolver hostResolver
 
 	closers []func() error
 }

@@ -153,9 +153,12 @@ func newFrontier(ctx context.Context, d *Deps) (Runner, error) {
 func newFetcher(ctx context.Context, d *Deps) (Runner, error) {
 	cfg := d.Config
 	log := d.Log.With("service", "fetcher")
-	res, err := newResolver(cfg, d.Registry)
-	if err != nil {
-		return nil, err
+	res := d.resolver // run's, which looked up the seeds
+	if res == nil {
+		var err error
+		if res, err = newResolver(cfg, d.Registry); err != nil {
+			return nil, err
+		}
 	}
 	ended := d.ended // the frontier in this process (run)
 	if ended == nil {

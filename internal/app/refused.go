@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/trawlerhq/trawler/internal/config"
 	"github.com/trawlerhq/trawler/services/fetcher"
@@ -22,17 +23,29 @@ var ErrSeedsRefused = errors.New("every seed was refused")
 // fetch would (within its connect timeout); a seed that does not parse or
 // resolve is kept, for Seed or the fetch to report. Links found later to a
 // refused address are refused by the fetcher: recorded at once, not retried.
-func unrefusedSeeds(ctx context.Context, cfg config.Config, seeds []string, log *slog.Logger) ([]string, error) {
-	res, err := newResolver(cfg, nil)
-	if err != nil {
-		return nil, err
-	}
+//
+// res is the fetcher's resolver, so that a seed's name is looked up once
+// for both. The seeds are checked seedChecks at a time: one after the
+// other, a seeds file of a thousand hosts waited a thousand round trips to
+// the DNS server before the first request.
+func unrefusedSeeds(ctx context.Context, cfg config.Config, res hostResolver, seeds []string, log *slog.Logger) ([]string, error) {
 	c := fetcher.NewHTTPClient(fetcher.HTTPOptions{Timeout: cfg.FetchTimeout, UserAgent: cfg.UserAgent,
 		AllowPrivate: cfg.AllowPrivate, AllowLinkLocal: cfg.AllowLinkLocal, Resolver: res})
+	errs := make([]error, len(seeds))
+	var wg sync.WaitGroup
+	checks := make(chan struct{}, seedChecks)
+	for i, s := range seeds {
+		checks <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-checks }()
+			errs[i] = c.CheckAddress(ctx, s)
+		})
+	}
+	wg.Wait()
 	var kept []string
 	var refused []error
-	for _, s := range seeds {
-		if err := c.CheckAddress(ctx, s); err != nil {
+	for i, s := range seeds {
+		if err := errs[i]; err != nil {
 			log.Warn("seed refused by the address guard; not crawled", "seed", s, "err", err)
 			refused = append(refused, err)
 			continue
@@ -48,3 +61,6 @@ func unrefusedSeeds(ctx context.Context, cfg config.Config, seeds []string, log 
 	}
 	return kept, nil
 }
+
+// seedChecks is how many seeds unrefusedSeeds checks at once.
+const seedChecks = 32

@@ -101,7 +101,12 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 	if err != nil {
 		return Summary{}, err
 	}
-	if seeds, err = unrefusedSeeds(ctx, cfg, seeds, log); err != nil {
+	// One resolver for the seeds' check and the fetcher: a seed's name is
+	// looked up once.
+	if d.resolver, err = newResolver(cfg, d.Registry); err != nil {
+		return Summary{}, err
+	}
+	if seeds, err = unrefusedSeeds(ctx, cfg, d.resolver, seeds, log); err != nil {
 		return Summary{}, err
 	}
 	if len(seeds) > 0 {

@@ -176,3 +176,30 @@ func TestUnresolvableHostEndsItsURLsWithoutRobots(t *testing.T) {
 		t.Errorf("robots given-up hosts = %v with --ignore-robots, want 0", got)
 	}
 }
+
+// A seed's name is looked up once: the seeds' address check and the
+// fetcher share run's resolver (and its cache, negative answers included).
+func TestASeedsNameIsLookedUpOnce(t *testing.T) {
+	s := testsite.New()
+	live := s.AddHost(t, "live", "127.0.2.22")
+	live.Set("/", testsite.Page{})
+	dnsAddr, queries := nxdomainServer(t)
+	cfg := testConfig(t, []string{live.URL("/"), "http://nowhere.test/"})
+	cfg.Resolver, cfg.DNSServers = "trawler", []string{dnsAddr}
+	cfg.RobotsRetry = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := app.RunAll(ctx, cfg, app.RunOptions{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every query the server saw is the crawl resolver's, which missed
+	// its cache once: no other resolver asked (the seeds' check had one of
+	// its own, which asked again).
+	if misses := sum.Counters[`trawler_dns_lookups_total{outcome="miss"}`]; misses != 1 {
+		t.Errorf("resolver cache misses = %v, want 1 (nowhere.test)", misses)
+	}
+	if sent, seen := sum.Counters["trawler_dns_queries_total"], queries.Load(); seen == 0 || float64(seen) != sent {
+		t.Errorf("the DNS server saw %d queries, the crawl's resolver sent %v: a name was looked up by another resolver too", seen, sent)
+	}
+}
