@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -76,12 +77,17 @@ type Watcher struct {
 	// nothing queued or in flight looks at once instead of at its next
 	// interval. Without it the end is seen up to a tail interval late.
 	Wake <-chan struct{}
+
+	mu             sync.Mutex
+	streams        map[string]jetstream.Stream // by name; see stream
+	parserConsumer jetstream.Consumer          // see parser
 }
 
-// Snapshot reads the streams first, then the store.
+// Snapshot reads the streams first (at once), then the parser's consumer,
+// then the store.
 func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 	s := Snapshot{At: time.Now(), MaxPages: w.MaxPages, IgnoreSchedule: w.IgnoreSchedule}
-	for _, st := range []struct {
+	reads := []struct {
 		name string
 		into *StreamState
 		work bool // a work stream: its block keeper is not work
@@ -91,37 +97,28 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 		{w.Names.StreamFetch(), &s.Fetch, true},
 		{w.Names.StreamPages(), &s.Pages, false},
 		{w.Names.StreamParsed(), &s.Parsed, false},
-	} {
-		stream, err := w.JS.Stream(ctx, st.name)
-		if err != nil {
-			return s, fmt.Errorf("stream %s: %w", st.name, err)
-		}
-		var info *jetstream.StreamInfo
-		msgs := uint64(0)
-		if st.work {
-			info, msgs, err = bus.WorkMsgs(ctx, stream, w.Names.Keeper(st.name))
-		} else if info, err = stream.Info(ctx); err == nil {
-			msgs = info.State.Msgs
-		}
-		if err != nil {
-			return s, fmt.Errorf("stream %s: %w", st.name, err)
-		}
-		*st.into = StreamState{Msgs: msgs, LastSeq: info.State.LastSeq}
-		if st.work && msgs == 0 && info.State.Msgs > 0 {
-			// Only keepers left: which one is newest tells whether the
-			// last message published was one (StreamState.still).
-			m, err := stream.GetLastMsgForSubject(ctx, w.Names.Keeper(st.name))
-			if err == nil {
-				st.into.KeeperSeq = m.Sequence
-			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return s, fmt.Errorf("stream %s: %w", st.name, err)
+	}
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Go(func() {
+			if err := w.readStream(ctx, r.name, r.into, r.work); err != nil {
+				errs[i] = fmt.Errorf("stream %s: %w", r.name, err)
+			}
+		})
+	}
+	wg.Go(func() {
+		if st, err := w.stream(ctx, w.Names.StreamDLQ()); err == nil {
+			if info, err := st.Info(ctx); err == nil {
+				s.DeadLetters = info.State.Msgs
 			}
 		}
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return s, err
 	}
-	if info, err := streamInfo(ctx, w.JS, w.Names.StreamDLQ()); err == nil {
-		s.DeadLetters = info.State.Msgs
-	}
-	pc, err := w.JS.Consumer(ctx, w.Names.StreamPages(), w.Names.ConsumerParser())
+	pc, err := w.parser(ctx)
 	if err != nil {
 		return s, fmt.Errorf("parser consumer: %w", err)
 	}
@@ -138,12 +135,75 @@ func (w *Watcher) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-func streamInfo(ctx context.Context, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
-	st, err := js.Stream(ctx, name)
+// readStream reads stream name's backlog and position into into.
+func (w *Watcher) readStream(ctx context.Context, name string, into *StreamState, work bool) error {
+	stream, err := w.stream(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", name, err)
+		return err
 	}
-	return st.Info(ctx)
+	var info *jetstream.StreamInfo
+	msgs := uint64(0)
+	if work {
+		info, msgs, err = bus.WorkMsgs(ctx, stream, w.Names.Keeper(name))
+	} else if info, err = stream.Info(ctx); err == nil {
+		msgs = info.State.Msgs
+	}
+	if err != nil {
+		return err
+	}
+	*into = StreamState{Msgs: msgs, LastSeq: info.State.LastSeq}
+	if work && msgs == 0 && info.State.Msgs > 0 {
+		// Only keepers left: which one is newest tells whether the
+		// last message published was one (StreamState.still).
+		m, err := stream.GetLastMsgForSubject(ctx, w.Names.Keeper(name))
+		if err == nil {
+			into.KeeperSeq = m.Sequence
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// stream is the handle of stream name, looked up once: each snapshot then
+// asks for the stream's state alone, one request instead of two.
+func (w *Watcher) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	w.mu.Lock()
+	st := w.streams[name]
+	w.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := w.JS.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	if w.streams == nil {
+		w.streams = map[string]jetstream.Stream{}
+	}
+	w.streams[name] = st
+	w.mu.Unlock()
+	return st, nil
+}
+
+// parser is the handle of the parser's consumer on the pages stream, looked
+// up once.
+func (w *Watcher) parser(ctx context.Context) (jetstream.Consumer, error) {
+	w.mu.Lock()
+	pc := w.parserConsumer
+	w.mu.Unlock()
+	if pc != nil {
+		return pc, nil
+	}
+	pc, err := w.JS.Consumer(ctx, w.Names.StreamPages(), w.Names.ConsumerParser())
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.parserConsumer = pc
+	w.mu.Unlock()
+	return pc, nil
 }
 
 // PagesTotal is how many pages the crawl has fetched (and recorded), over

@@ -222,7 +222,7 @@ func TestWaitLooksOnAWakeOnceTheStoreIsIdle(t *testing.T) {
 }
 
 // openStore opens a bbolt store in the test's directory, closed with it.
-func openStore(t *testing.T) *store.Bolt {
+func openStore(t testing.TB) *store.Bolt {
 	t.Helper()
 	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "store.db"))
 	if err != nil {
@@ -230,4 +230,18 @@ func openStore(t *testing.T) *store.Bolt {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// BenchmarkSnapshot: one look at a crawl (its streams, the parser's
+// consumer, the store) on an embedded server, as `trawler run`'s end
+// watcher takes two of at the end of every crawl.
+func BenchmarkSnapshot(b *testing.B) {
+	js, names := testbus.Start(b, 4)
+	w := &crawlstate.Watcher{JS: js, Names: names, Store: openStore(b), Partitions: []int{0, 1, 2, 3}}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := w.Snapshot(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
