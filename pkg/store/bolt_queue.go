@@ -240,13 +240,12 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		}
 		if derived && (b.limits.HostBudget <= 0 || n+1 < uint64(b.limits.HostBudget)) {
 			// The reservation: the host's head now, which its next pop
-			// will take unless a URL ranked above it arrives first.
-			if k, v := queueHead(queue, r.Host); k != nil {
-				var nq Queued
-				if err := unmarshal(v, &nq); err != nil {
-					return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, r.Host, k, err)
-				}
-				in.Next = &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, nq), Queued: nq, Rank: binary.BigEndian.Uint64(k[len(k)-16:])}
+			// will take unless a URL ranked above it arrives first; and
+			// the entry after it (Next.Then), when the budget allows
+			// that pop too.
+			var err error
+			if in.Next, err = reservations(queue, p, r.Host, b.limits.HostBudget <= 0 || n+2 < uint64(b.limits.HostBudget)); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, in)
@@ -257,6 +256,31 @@ func (b *Bolt) popTx(tx *bolt.Tx, p int, reqs []Issue) ([]InFlight, error) {
 		kv{metaDropped, getU64(meta, metaDropped) + dropped},
 		kv{metaInFlight, getU64(meta, metaInFlight) + n},
 	)
+}
+
+// reservations reads host's first queue entry, and the second as its Then
+// when then is set (see Next).
+func reservations(queue *bolt.Bucket, p int, host string, then bool) (*Next, error) {
+	prefix := append([]byte(host), 0)
+	c := queue.Cursor()
+	var first, prev *Next
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+16; k, v = c.Next() {
+		var q Queued
+		if err := unmarshal(v, &q); err != nil {
+			return nil, fmt.Errorf("store: partition %d: corrupt queue entry of host %q (key %x): %w", p, host, k, err)
+		}
+		n := &Next{Key: slices.Clone(k), TaskID: DerivedTaskID(p, k, q), Queued: q, Rank: binary.BigEndian.Uint64(k[len(k)-16:])}
+		if first == nil {
+			first = n
+		} else {
+			prev.Then = n
+		}
+		prev = n
+		if !then || n != first {
+			break
+		}
+	}
+	return first, nil
 }
 
 // queueKey is host 0x00 rank order: seeking to host 0x00 lands on the host's

@@ -554,6 +554,73 @@ func stepReserved(t *testing.T, s Store, p int, iss Issue, next *Next, done []Do
 	return want
 }
 
+// A pop also reads the entry after the reservation (Next.Then) when the
+// host's budget allows that pop too. Popped by its key once the reserved
+// task is done, it is recorded as the task the frontier sent from it, field
+// for field, under the ID a replay without reservations derives.
+func TestReservedThen(t *testing.T) {
+	ctx := context.Background()
+	b := openGroupTest(t, -1)
+	b.SetLimits(Limits{HostBudget: 3})
+	link := func(n int) Queued {
+		return Queued{Host: "a.test", Link: messages.Link{URL: fmt.Sprintf("http://a.test/%d", n), Depth: 1}, Attempt: 1}
+	}
+	if _, err := b.Apply(ctx, 0, 1, []Queued{link(1), link(2), link(3), link(4)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	iss := Issue{Host: "a.test", IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(2 * time.Minute)}
+	tasks, err := b.Pop(ctx, 0, []Issue{iss})
+	if err != nil || len(tasks) != 1 || tasks[0].Next == nil || tasks[0].Next.Then == nil {
+		t.Fatalf("pop: %v %v, want a reservation and the entry after it", tasks, err)
+	}
+	next, then := tasks[0].Next, tasks[0].Next.Then
+	if next.Queued.Link.URL != "http://a.test/2" || then.Queued.Link.URL != "http://a.test/3" {
+		t.Fatalf("reserved %s then %s, want /2 then /3", next.Queued.Link.URL, then.Queued.Link.URL)
+	}
+	if then.Then != nil {
+		t.Errorf("a third entry read: %s", then.Then.Queued.Link.URL)
+	}
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if err := b.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(copyPath, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	// The frontier's steps: done 1 with the reserved 2, then done 2 with 3.
+	r := iss
+	r.Next = next
+	res, err := b.Step(ctx, 0, StepRequest{Seq: 2, Done: []Done{{Host: "a.test", TaskID: tasks[0].Task.ID}}, Issue: []Issue{r}})
+	if err != nil || len(res.Tasks) != 1 || res.Tasks[0].Task.ID != next.TaskID {
+		t.Fatalf("step recording the reservation: %v %v", res, err)
+	}
+	if res.Tasks[0].Next == nil || res.Tasks[0].Next.TaskID != then.TaskID || res.Tasks[0].Next.Then != nil {
+		t.Errorf("after the second pop: reserved %+v, want /3 and no entry after it (the budget of 3)", res.Tasks[0].Next)
+	}
+	r.Next = then
+	want := then.Task(0, r)
+	res, err = b.Step(ctx, 0, StepRequest{Seq: 3, Done: []Done{{Host: "a.test", TaskID: next.TaskID}}, Issue: []Issue{r}})
+	if err != nil || len(res.Tasks) != 1 {
+		t.Fatalf("step recording the entry after the reservation: %v %v", res, err)
+	}
+	if got := res.Tasks[0]; dump(got) != dump(want) {
+		t.Errorf("recorded %s\nsent     %s", dump(got), dump(want))
+	}
+	// The replay of both steps from the copy, without reservations: the
+	// same IDs.
+	c, err := OpenBoltWith(copyPath, BoltOptions{CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := c.Step(ctx, 0, StepRequest{Seq: 2, Done: []Done{{Host: "a.test", TaskID: tasks[0].Task.ID}}, Issue: []Issue{iss}})
+	if err != nil || len(a.Tasks) != 1 || a.Tasks[0].Task.ID != next.TaskID {
+		t.Fatalf("replayed first step: %v %v", a, err)
+	}
+	a, err = c.Step(ctx, 0, StepRequest{Seq: 3, Done: []Done{{Host: "a.test", TaskID: next.TaskID}}, Issue: []Issue{iss}})
+	if err != nil || len(a.Tasks) != 1 || a.Tasks[0].Task.ID != want.Task.ID {
+		t.Errorf("replayed second step: %v %v, want task %s", a, err, want.Task.ID)
+	}
+}
+
 // An early write that is not urgent (its tasks went out from reservations)
 // waits for company like any other; hurry ends that wait at once. A wait
 // cut short so does not count as a paced group that gathered too few.

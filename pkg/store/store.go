@@ -74,6 +74,13 @@ type Next struct {
 	TaskID string // DerivedTaskID of the entry
 	Queued Queued
 	Rank   uint64 // the entry's rank (order.go): lower goes first
+	// Then, when the store reads it (the embedded store, the host's budget
+	// allowing two more pops), is the entry after this one: the host's
+	// task after the reserved one, which the frontier may publish when the
+	// reserved task's fetch ends before the write that records it has run
+	// (docs/frontier.md, "Two tasks reserved"). Popped, as Next is, by its
+	// key under its derived ID.
+	Then *Next
 }
 
 // Task is the task that popping n for r records: the same, field for

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trawlerhq/trawler/pkg/messages"
+	"github.com/trawlerhq/trawler/pkg/store"
 )
 
 // endsBuffer bounds the fetch ends waiting for a partition's loop; a full
@@ -93,7 +94,7 @@ func (pt *partition) hearEnds() func() {
 // report, as if the signal had not come.
 func (pt *partition) ended(ctx context.Context, fd messages.FetchDone, now time.Time) {
 	h := pt.hosts[fd.Host]
-	if h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID {
+	if pt.unrecordedTask(fd) {
 		// Handed before the step that records it (this same way, most
 		// often): the end counts once that step has run (recordedEarly).
 		if len(pt.endsLater) >= endsBuffer {
@@ -103,10 +104,14 @@ func (pt *partition) ended(ctx context.Context, fd messages.FetchDone, now time.
 			pt.endsLater = map[string]endLater{}
 		}
 		pt.endsLater[fd.TaskID] = endLater{fd: fd, at: now}
-		pt.hurryFor(fd, now) // the hint waits for the record: hurry it if the host is due soon
+		pt.sendThen(ctx, h, fd, now)
+		// The hint waits for the record: hurry it if the host is due soon
+		// (with a task sent, the one after it needs the record's
+		// reservation).
+		pt.hurryFor(fd, now)
 		return
 	}
-	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID || h.unrecorded || h.next == nil ||
+	if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID || h.unrecorded || !h.reserved() ||
 		pt.budgetOut || pt.expected[fd.TaskID] != nil {
 		return
 	}
@@ -138,11 +143,40 @@ func (pt *partition) reported(fd messages.FetchDone, m jetstream.Msg, seq uint64
 	return *e, true
 }
 
+// sendThen publishes the task after h's task in flight, which fd ended
+// before the step recording it has run, from the entry after the
+// reservation that task came from (host.then): the host's turnaround then
+// waits neither for that step nor for the report (on a loaded machine the
+// step waits for the commit in progress: a millisecond or more, in a third
+// of a few hosts' turns). Only a host due at once after fd, in a crawl
+// without --max-pages (whose budget would be taken twice: here and by the
+// step that records the task). The issue waits in host.sent for the step
+// after the one recording fd's task: that one applies fd's report and pops
+// it. See docs/frontier.md, "Two tasks reserved".
+func (pt *partition) sendThen(ctx context.Context, h *host, fd messages.FetchDone, now time.Time) {
+	if h.then == nil || h.sent != nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID ||
+		pt.budgetOut || pt.s.o.MaxPages > 0 {
+		return
+	}
+	if nb, capped, _ := pt.rest(fd, now); capped || nb.After(now) {
+		return
+	}
+	r := pt.issue(h, now)
+	r.Next, h.then = h.then, nil
+	pt.publishReserved(ctx, []store.Issue{r})
+	if !pt.published[r.Next.TaskID] {
+		return // not sent: the step that records fd's task reserves again
+	}
+	h.sent = &r
+	pt.s.Stats.SentThen.Add(1)
+}
+
 // unrecordedTask tells whether fd is the report of its host's task in flight
-// published ahead of the write that records it (host.unrecorded).
+// published ahead of the write that records it (host.unrecorded), or of the
+// task sent after that one (host.sent).
 func (pt *partition) unrecordedTask(fd messages.FetchDone) bool {
 	h := pt.hosts[fd.Host]
-	return h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID
+	return h != nil && (h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == fd.TaskID || h.sentTask(fd.TaskID))
 }
 
 // endLater is a fetch's end heard before the step that records its task.

@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 // A fetch's end heard in process (Service.Ended) hands the host's next task
 // at once, but records nothing: the task ended stays in flight in the store
 // until its done report comes, since its page's links are published only
-// before that report. The next task's own end and report, should they come
-// first, wait for the step that records the task; then all apply, in order.
+// before that report. The next task's own end, should it come first, sends
+// the task after it from the entry after the reservation (sendThen); its
+// report waits for the step that records the task; then all apply, in
+// order, and nothing is handed twice.
 func TestEndedHandsTheNextTaskAndWaitsForTheReport(t *testing.T) {
 	h, in, _, first := startHanding(t, 4, "http://a.example/1", "http://a.example/2", "http://a.example/3")
 	ctx := context.Background()
@@ -51,25 +54,30 @@ func TestEndedHandsTheNextTaskAndWaitsForTheReport(t *testing.T) {
 		t.Fatalf("in flight in the store before the first task's report: %q, want %q (its done must wait for the report)", got, first.URL)
 	}
 
-	// The second task's end and report before the first's report: they
-	// wait for the step that records the second task.
+	// The second task's end before the first's report (no step has
+	// recorded the second yet): the third goes out at once; the second's
+	// report waits for the step that records the second task.
 	h.svc.Ended(end(second))
-	h.reportDone(end(second))
-	if _, task, ok := inboxTask(t, in, 300*time.Millisecond); ok {
-		t.Fatalf("a task handed before the first task's report: %+v", task)
+	_, third, ok := inboxTask(t, in, 2*time.Second)
+	if !ok || third.URL != "http://a.example/3" {
+		t.Fatalf("after the second fetch's end: %+v, %v; want the third task sent", third, ok)
 	}
+	if n := h.svc.Stats.SentThen.Load(); n != 1 {
+		t.Errorf("SentThen %d, want 1", n)
+	}
+	h.reportDone(end(second))
+	time.Sleep(300 * time.Millisecond) // room for a step that should not come
 	if got := inFlight(); got != first.URL {
 		t.Fatalf("in flight in the store: %q, want %q", got, first.URL)
 	}
 
 	// The first task's report: the step records its done and the second
-	// task, then the second's done and the third task.
+	// task, then the second's done and the third task, not handed again.
 	h.reportDone(end(first))
-	_, third, ok := inboxTask(t, in, 3*time.Second)
-	if !ok || third.URL != "http://a.example/3" {
-		t.Fatalf("after both reports: %+v, %v; want the third task", third, ok)
-	}
 	testutil.Eventually(t, 5*time.Second, "the third task recorded", func() bool { return inFlight() == third.URL })
+	if _, task, ok := inboxTask(t, in, 200*time.Millisecond); ok {
+		t.Fatalf("a task handed after the third: %+v", task)
+	}
 	if n := h.svc.Stats.Done.Load(); n != 2 {
 		t.Errorf("%d fetches counted done, want 2", n)
 	}
@@ -175,5 +183,50 @@ func TestAnEndHeardOnNATSHandsTheNextTask(t *testing.T) {
 	h.done(third, false)
 	if task, _, ok := h.task(300 * time.Millisecond); ok {
 		t.Fatalf("a task after the host's last: %+v", task)
+	}
+}
+
+// The entry after a reservation is dropped, as the reservation is, by a URL
+// ranked above it: the task handed from the reservation ends before its
+// record and sends nothing; the shallower URL goes first once the reports
+// have come.
+func TestAShallowerURLDropsTheEntryAfterTheReservation(t *testing.T) {
+	in := bus.NewInbox("FETCH", 4)
+	h := start(t, Options{Inbox: in})
+	deep := func(n int) messages.Link {
+		return messages.Link{URL: fmt.Sprintf("http://a.example/%d", n), Depth: 2}
+	}
+	h.enqueueLinks(deep(1), deep(2), deep(3))
+	_, first, ok := inboxTask(t, in, 2*time.Second)
+	if !ok {
+		t.Fatal("no task handed")
+	}
+	end := func(task messages.FetchTask) messages.FetchDone {
+		return messages.FetchDone{V: 1, TaskID: task.ID, Partition: 0, Host: task.Host, URL: task.URL, Status: 200, FinishedAt: time.Now()}
+	}
+	var second messages.FetchTask
+	testutil.Eventually(t, 5*time.Second, "the second task handed at the first's end", func() bool {
+		h.svc.Ended(end(first))
+		_, task, ok := inboxTask(t, in, 50*time.Millisecond)
+		second = task
+		return ok
+	})
+	if second.URL != "http://a.example/2" {
+		t.Fatalf("second task %s, want /2", second.URL)
+	}
+	h.enqueueLinks(messages.Link{URL: "http://a.example/shallow", Depth: 1})
+	testutil.Eventually(t, 5*time.Second, "the shallower URL queued", func() bool { return h.svc.Stats.Enqueued.Load() == 4 })
+	h.svc.Ended(end(second))
+	if _, task, ok := inboxTask(t, in, 300*time.Millisecond); ok {
+		t.Fatalf("sent %s from the entry after the reservation, which a shallower URL outranks", task.URL)
+	}
+	if n := h.svc.Stats.SentThen.Load(); n != 0 {
+		t.Errorf("SentThen %d, want 0", n)
+	}
+	h.reportDone(end(first))
+	h.reportDone(end(second))
+	_, next, ok := inboxTask(t, in, 3*time.Second)
+	if !ok || next.URL != "http://a.example/shallow" {
+		t.Fatalf("after both reports: %+v, %v; want the shallower URL first", next, ok)
 	}
 }

@@ -129,6 +129,9 @@ type Stats struct {
 	// Reserved counts tasks published from a host's reservation, before
 	// the write that records them (part of Issued).
 	Reserved atomic.Int64
+	// SentThen counts those published from the entry after a reservation,
+	// when the task before them ended ahead of the step recording it.
+	SentThen atomic.Int64
 	// Handed counts tasks given to the fetcher in process (Options.Inbox)
 	// rather than published (part of Issued).
 	Handed atomic.Int64
@@ -206,6 +209,7 @@ func New(o Options) *Service {
 			bus.Counter{Name: "urls_enqueued_total", Help: "URLs added to host queues.", Value: &s.Stats.Enqueued},
 			bus.Counter{Name: "tasks_issued_total", Help: "Fetch tasks issued.", Value: &s.Stats.Issued},
 			bus.Counter{Name: "tasks_reserved_total", Help: "Fetch tasks published from a host's reserved next URL, before the store write that records them (part of tasks_issued_total).", Value: &s.Stats.Reserved},
+			bus.Counter{Name: "tasks_sent_then_total", Help: "Fetch tasks published from the entry after a host's reservation, the task before them having ended ahead of the store write that records it (part of tasks_reserved_total).", Value: &s.Stats.SentThen},
 			bus.Counter{Name: "tasks_handed_total", Help: "Fetch tasks given to the fetcher of this process without the fetch stream (trawler run without --nats-listen; part of tasks_issued_total).", Value: &s.Stats.Handed},
 			bus.Counter{Name: "fetches_ended_early_total", Help: "Fetches whose host got its next task when a fetcher had read the response, before the done report (in process in trawler run, on core NATS from the services' fetchers).", Value: &s.Stats.EndedEarly},
 			bus.Counter{Name: "revisits_queued_total", Help: "URLs moved from the revisit schedule into their host queues, due again (a continuous crawl; part of urls_enqueued_total).", Value: &s.Stats.Revisits},

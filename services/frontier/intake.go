@@ -320,7 +320,7 @@ func (pt *partition) settle(ctx context.Context, p *pending, res store.StepResul
 	// Done reports of tasks now recorded may go to the next step.
 	held := pt.held[:0]
 	for _, d := range pt.held {
-		if h := pt.hosts[d.host]; h != nil && h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == d.taskID {
+		if h := pt.hosts[d.host]; h != nil && (h.unrecorded && h.inFlight != nil && h.inFlight.Task.ID == d.taskID || h.sentTask(d.taskID)) {
 			held = append(held, d)
 			continue
 		}
@@ -354,8 +354,8 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			if messages.Decode(m.Data(), &nu) == nil {
 				for _, l := range nu.Links {
 					if name, err := urlx.Host(l.URL); err == nil {
-						if h := pt.hosts[name]; h != nil && h.next != nil && h.next.Outranked(l) {
-							h.next = nil
+						if h := pt.hosts[name]; h != nil {
+							h.outranked(l)
 						}
 						if !hurried && pt.waitsForLinks(name, now) {
 							hurried = true
@@ -375,6 +375,13 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 				continue
 			}
 			h := pt.hosts[fd.Host]
+			if h != nil && h.sentTask(fd.TaskID) {
+				// Sent after the task in flight (sendThen): it waits
+				// for the step that records it, as below.
+				pt.waitsForStep(md.Sequence.Stream, fd, now)
+				pt.held = append(pt.held, heldDone{msg: m, host: fd.Host, taskID: fd.TaskID})
+				continue
+			}
 			if h == nil || h.inFlight == nil || h.inFlight.Task.ID != fd.TaskID {
 				// Stale, or its task is recorded by the pending step.
 				pt.waitsForStep(md.Sequence.Stream, fd, now)
@@ -412,7 +419,7 @@ func (pt *partition) take(ctx context.Context, batch []jetstream.Msg, now time.T
 			nb, capped, _ = pt.rest(c.fd, came)
 		}
 		if err != nil || replayed[i] || h == nil || h.inFlight == nil || h.inFlight.Task.ID != c.fd.TaskID ||
-			h.next == nil || !pt.s.early || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) || !pt.grant(ctx) {
+			!h.reserved() || !pt.s.early || pt.budgetOut || capped || nb.After(now.Add(pt.s.o.IssueAhead)) || !pt.grant(ctx) {
 			pt.waitsForStep(c.seq, c.fd, now)
 			pt.carry = append(pt.carry, c.m) // the next step, as usual
 			continue
@@ -517,9 +524,7 @@ func (pt *partition) remember(enq []store.Queued, done []messages.FetchDone, fre
 	for _, q := range enq {
 		h := pt.host(q.Host)
 		h.queued++
-		if h.next != nil && h.next.Outranked(q.Link) {
-			h.next = nil // the queue's head is no longer the reserved entry
-		}
+		h.outranked(q.Link)
 		pt.s.Stats.Enqueued.Add(1)
 		pt.schedule(h, now)
 	}

@@ -36,10 +36,10 @@ func (pt *partition) takeDue(ctx context.Context, now time.Time) {
 	}()
 	pt.popReady(now, func(h *host) bool {
 		switch {
-		case h.inFlight == nil && h.queued > 0 && h.next != nil && pt.grant(ctx):
+		case h.inFlight == nil && h.queued > 0 && h.reserved() && pt.grant(ctx):
 			reqs = append(reqs, pt.issues([]string{h.name}, now)...)
 			return true
-		case h.inFlight == nil && h.queued > 0 && h.next != nil:
+		case h.inFlight == nil && h.queued > 0 && h.reserved():
 			pt.later = append(pt.later, h.name) // no budget: the step's issue asks again
 		case h.inFlight == nil && h.queued > 0:
 			pt.later = append(pt.later, h.name)
@@ -165,25 +165,40 @@ func (pt *partition) spent() {
 
 // issues are the store's pop requests for the due hosts.
 func (pt *partition) issues(due []string, now time.Time) []store.Issue {
-	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
 	reqs := make([]store.Issue, len(due))
 	for i, name := range due {
-		id := nuid.Next()
-		if pt.s.early {
-			id = "" // derived by the store from the queue entry
-		}
-		reqs[i] = store.Issue{Host: name, TaskID: id, IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
 		h := pt.hosts[name]
-		if h.nextAt.After(now) {
-			reqs[i].NotBefore = h.nextAt
-			reqs[i].Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
+		if pt.s.early && h.sent != nil {
+			// Published already (sendThen): this pop records it. h.then
+			// stays the entry after it.
+			reqs[i] = *h.sent
+			h.sent, h.next = nil, nil
+			continue
 		}
+		reqs[i] = pt.issue(h, now)
 		if pt.s.early && h.next != nil {
 			reqs[i].Next = h.next
+		} else {
+			h.then = nil
 		}
 		h.next = nil // used, or to be read again by this pop
 	}
 	return reqs
+}
+
+// issue is the store's pop request for h's next task, issued now.
+func (pt *partition) issue(h *host, now time.Time) store.Issue {
+	lease := pt.s.o.TaskTTL + pt.s.o.FetchTimeout + pt.s.o.LeaseMargin
+	id := nuid.Next()
+	if pt.s.early {
+		id = "" // derived by the store from the queue entry
+	}
+	r := store.Issue{Host: h.name, TaskID: id, IssuedAt: now, Deadline: now.Add(pt.s.o.TaskTTL), LeaseUntil: now.Add(lease)}
+	if h.nextAt.After(now) {
+		r.NotBefore = h.nextAt
+		r.Deadline = h.nextAt.Add(pt.s.o.TaskTTL)
+	}
+	return r
 }
 
 // publishReserved publishes the reserved tasks of reqs (Issue.Next) before
@@ -195,7 +210,7 @@ func (pt *partition) issues(due []string, now time.Time) []store.Issue {
 func (pt *partition) publishReserved(ctx context.Context, reqs []store.Issue) {
 	var tasks []store.InFlight
 	for _, r := range reqs {
-		if r.Next != nil {
+		if r.Next != nil && !pt.published[r.Next.TaskID] { // a task sent ahead went out once
 			tasks = append(tasks, r.Next.Task(pt.p, r))
 		}
 	}
@@ -233,7 +248,8 @@ func (pt *partition) issued(ctx context.Context, due []string, reqs []store.Issu
 			continue
 		}
 		pt.setTask(h, &tasks[i])
-		h.next, h.unrecorded = tasks[i].Next, false
+		h.reserve(tasks[i].Next)
+		h.unrecorded = false
 		pt.leases.push(tasks[i].LeaseUntil, h.name, tasks[i].Task.ID)
 	}
 	for _, r := range reqs {
@@ -294,7 +310,8 @@ func (pt *partition) recordedEarly(ctx context.Context, tasks []store.InFlight) 
 		default:
 			continue // moved on already (a retried step's second hand-over)
 		}
-		h.next, h.unrecorded = t.Next, false
+		h.reserve(t.Next)
+		h.unrecorded = false
 		recorded = append(recorded, t.Task.ID)
 		held := pt.held[:0]
 		for _, d := range pt.held {

@@ -39,7 +39,7 @@ func (pt *partition) expire(ctx context.Context, hostName, taskID string, maxAtt
 		return nil, err
 	}
 	task := h.inFlight
-	h.next = nil // a requeued URL goes before it
+	h.dropReservation() // a requeued URL goes before it
 	if requeued {
 		h.queued++
 		task = nil

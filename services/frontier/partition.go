@@ -30,6 +30,15 @@ type host struct {
 	// Dropped when a URL ranked above it arrives or the task in flight
 	// goes back to the queue; memory only (none after a restart).
 	next *store.Next
+	// then is the entry after the one the host's next issue pops (the
+	// reservation's Then, kept when the reservation is handed): when the
+	// task handed from the reservation ends before the step recording it
+	// has run, its host's next task goes out from then at once (sent).
+	then *store.Next
+	// sent is that task's issue, published and not yet in flight here: the
+	// host's next issue is this one (issues), and its reports and ends
+	// wait for the step that records it, as an unrecorded task's do.
+	sent *store.Issue
 	// unrecorded: the task in flight was published from the reservation
 	// while a step was pending, and the write that records it has not
 	// committed yet; its done report waits (partition.held) until it has.
@@ -111,6 +120,46 @@ type partition struct {
 	evs        chan stepEvent
 	committing int
 }
+
+// reserved tells whether h's next task can leave before a write pops it: a
+// reservation, or a task sent already from the entry after one.
+func (h *host) reserved() bool { return h.next != nil || h.sent != nil }
+
+// reserve takes the reservation of the task just popped or recorded for h
+// (t.Next). With a task sent ahead of it (h.sent) the reservation is that
+// task's entry when nothing outranked it, and then what follows it.
+func (h *host) reserve(next *store.Next) {
+	switch {
+	case h.sent == nil:
+		h.next = next
+		h.then = nil
+		if next != nil {
+			h.then = next.Then
+		}
+	case next != nil && next.TaskID == h.sent.Next.TaskID:
+		h.next, h.then = nil, next.Then
+	default:
+		h.next, h.then = nil, nil
+	}
+}
+
+// outranked drops the reserved entries a URL l queued for h goes before:
+// the queue's head, or the entry after it, is no longer the one read.
+func (h *host) outranked(l messages.Link) {
+	if h.next != nil && h.next.Outranked(l) {
+		h.dropReservation()
+	}
+	if h.then != nil && h.then.Outranked(l) {
+		h.then = nil
+	}
+}
+
+// dropReservation forgets what a requeued or shallower URL now goes before
+// (a task sent already stays: its entry is popped by its key).
+func (h *host) dropReservation() { h.next, h.then = nil, nil }
+
+// sentTask tells whether taskID is the task sent ahead for h.
+func (h *host) sentTask(taskID string) bool { return h.sent != nil && h.sent.Next.TaskID == taskID }
 
 // preDone is a done report taken while a step was pending: its host was
 // freed in memory and its reserved task published; the next step applies
