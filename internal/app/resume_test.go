@@ -161,9 +161,10 @@ func TestResumeAfterCancel(t *testing.T) {
 func TestResumeAfterKill9(t *testing.T) { resumeAfterKill9(t, "20ms", 1) }
 
 // Without a delay, a host's next task is handed when its fetch ends, before
-// the page is parsed (frontier/ended.go): a kill can then find two of its
-// tasks fetched and not reported done, the page being parsed and the next.
-func TestResumeAfterKill9WithoutADelay(t *testing.T) { resumeAfterKill9(t, "0s", 2) }
+// the page is parsed (frontier/ended.go), and the one after it when that
+// one ends before the step recording it (sendThen): a kill can then find
+// three of its tasks fetched and not reported done.
+func TestResumeAfterKill9WithoutADelay(t *testing.T) { resumeAfterKill9(t, "0s", 3) }
 
 // resumeAfterKill9 kills a crawl with the given politeness delay a third of
 // the way through and resumes it: nothing is lost, and at most perHost
