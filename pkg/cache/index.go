@@ -1,6 +1,10 @@
 package cache
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/trawlerhq/trawler/pkg/hugepages"
+)
 
 // index maps fingerprints to positions ("refs") in a caller's dense key
 // array, for policies whose entries must stay put in an order of their own
@@ -22,7 +26,10 @@ type index struct {
 func newIndex(size int) index {
 	n := slotsFor(size)
 	rb := uint(bits.Len(uint(size))) // ref+1 <= size < 2^rb
-	return index{slots: make([]uint32, n), n: uint64(n), refBits: rb, refMask: 1<<rb - 1}
+	// Slots are written at random from the first inserts: a large table
+	// goes where the kernel may use huge pages (the parser's host splitter,
+	// 500,000 entries, faulted in 650 small pages in a crawl's first second).
+	return index{slots: hugepages.Uint32s(int(n)), n: uint64(n), refBits: rb, refMask: 1<<rb - 1}
 }
 
 // probe returns fp's home slot and its tag (low hash bits, unlike the high

@@ -94,6 +94,7 @@ type Service struct {
 	static cache.Cache // the shared static cache, for the static policy
 	mu     sync.Mutex
 	layers map[int]*layers // by owned partition; guarded by mu
+	blooms bloomArena
 
 	seenLatency, batchSize prometheus.Observer
 }
@@ -152,7 +153,7 @@ func (s *Service) Run(ctx context.Context) error {
 // runPartition de-duplicates partition p until ctx ends, then finishes the
 // batch in hand. Its Bloom filter warms from the seen set meanwhile.
 func (s *Service) runPartition(ctx context.Context, p int) error {
-	l, err := s.newPartitionLayers()
+	l, err := s.newPartitionLayers(p)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package hugepages
+
+import "unsafe"
+
+func advise(unsafe.Pointer, uintptr) {}
