@@ -3,6 +3,8 @@ package dedup
 import (
 	"testing"
 	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
 )
 
 // The Bloom filter's fill is counted at most once per fillEvery: a count
@@ -38,5 +40,46 @@ func TestBloomFillIsCountedAtMostOncePerInterval(t *testing.T) {
 	// about 30 % set at half its load.
 	if r < 0.2 || r > 0.4 || f <= 0 || f >= 0.01 {
 		t.Errorf("after the interval: fill %v, fp rate %v, want about 0.3 and under 1 %%", r, f)
+	}
+}
+
+// The replica's partitions share one array for their first Bloom filters,
+// each its own slice, sized and hashed as a filter of its own would be; a
+// partition that runs again gets a new filter, not its old slice, which the
+// run before may still hold.
+func TestBloomArenaGivesEachPartitionItsSlice(t *testing.T) {
+	m, k := bloom.EstimateParameters(300_000, 0.01)
+	var a bloomArena
+	f0, f1 := a.filter(0, 32, m, k), a.filter(1, 32, m, k)
+	want := bloom.New(m, k)
+	if f0.Cap() != want.Cap() || f0.K() != want.K() {
+		t.Fatalf("arena filter m=%d k=%d, want m=%d k=%d", f0.Cap(), f0.K(), want.Cap(), want.K())
+	}
+	var buf [8]byte
+	for fp := uint64(1); fp <= 1000; fp++ {
+		f0.Add(fpBytes(&buf, fp*0x9E3779B97F4A7C15))
+		want.Add(fpBytes(&buf, fp*0x9E3779B97F4A7C15))
+	}
+	got, wantWords := f0.BitSet().Words(), want.BitSet().Words()
+	if len(got) != len(wantWords) {
+		t.Fatalf("%d words, want %d", len(got), len(wantWords))
+	}
+	for i := range got {
+		if got[i] != wantWords[i] {
+			t.Fatalf("word %d: %x, want %x (bloom.New's after the same adds)", i, got[i], wantWords[i])
+		}
+	}
+	for fp := uint64(1); fp <= 5000; fp++ {
+		b := fpBytes(&buf, fp*0x9E3779B97F4A7C15)
+		if f0.Test(b) != want.Test(b) {
+			t.Fatalf("fingerprint %d: the arena's filter says %v, bloom.New's %v", fp, f0.Test(b), want.Test(b))
+		}
+	}
+	if f1.BitSet().Count() != 0 {
+		t.Errorf("partition 1's filter has %d bits set by partition 0's adds", f1.BitSet().Count())
+	}
+	again := a.filter(0, 32, m, k)
+	if again.BitSet().Count() != 0 || &again.BitSet().Words()[0] == &f0.BitSet().Words()[0] {
+		t.Error("partition 0 run again shares its first filter's bits")
 	}
 }
