@@ -490,16 +490,7 @@ func TestDerivedTaskIDs(t *testing.T) {
 // reserved entry that is gone pops nothing rather than another entry.
 func TestReservedNext(t *testing.T) {
 	ctx := context.Background()
-	b := openGroupTest(t, -1)
-	b.SetLimits(Limits{HostBudget: 2})
-	link := func(n int) Queued {
-		return Queued{Host: "a.test", Link: messages.Link{URL: fmt.Sprintf("http://a.test/%d", n), Depth: 1}, Attempt: 1}
-	}
-	if _, err := b.Apply(ctx, 0, 1, []Queued{link(1), link(2), link(3), link(4)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().Truncate(time.Millisecond)
-	iss := Issue{Host: "a.test", IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(2 * time.Minute)}
+	b, iss := fourQueued(t, 2)
 	tasks, err := b.Pop(ctx, 0, []Issue{iss})
 	if err != nil || len(tasks) != 1 || tasks[0].Next == nil {
 		t.Fatalf("pop: %v %v", tasks, err)
@@ -533,6 +524,23 @@ func TestReservedNext(t *testing.T) {
 	}
 }
 
+// fourQueued is a store with a.test/1..4 queued (depth 1) under a host
+// budget, and the issue that pops the host's head.
+func fourQueued(t *testing.T, budget int) (*Bolt, Issue) {
+	t.Helper()
+	b := openGroupTest(t, -1)
+	b.SetLimits(Limits{HostBudget: budget})
+	var q []Queued
+	for n := 1; n <= 4; n++ {
+		q = append(q, Queued{Host: "a.test", Link: messages.Link{URL: fmt.Sprintf("http://a.test/%d", n), Depth: 1}, Attempt: 1})
+	}
+	if _, err := b.Apply(context.Background(), 0, 1, q, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	return b, Issue{Host: "a.test", IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(2 * time.Minute)}
+}
+
 // stepReserved runs the step that records the task reserved by next (with
 // done, under a host budget of 2) and checks the task recorded is the
 // reserved one, field for field, and that the budget reserved no third.
@@ -560,16 +568,7 @@ func stepReserved(t *testing.T, s Store, p int, iss Issue, next *Next, done []Do
 // for field, under the ID a replay without reservations derives.
 func TestReservedThen(t *testing.T) {
 	ctx := context.Background()
-	b := openGroupTest(t, -1)
-	b.SetLimits(Limits{HostBudget: 3})
-	link := func(n int) Queued {
-		return Queued{Host: "a.test", Link: messages.Link{URL: fmt.Sprintf("http://a.test/%d", n), Depth: 1}, Attempt: 1}
-	}
-	if _, err := b.Apply(ctx, 0, 1, []Queued{link(1), link(2), link(3), link(4)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().Truncate(time.Millisecond)
-	iss := Issue{Host: "a.test", IssuedAt: now, Deadline: now.Add(time.Minute), LeaseUntil: now.Add(2 * time.Minute)}
+	b, iss := fourQueued(t, 3)
 	tasks, err := b.Pop(ctx, 0, []Issue{iss})
 	if err != nil || len(tasks) != 1 || tasks[0].Next == nil || tasks[0].Next.Then == nil {
 		t.Fatalf("pop: %v %v, want a reservation and the entry after it", tasks, err)
