@@ -9,15 +9,15 @@ type measure struct{ Bench, Unit string }
 
 // A headline is one row: a measure, or the ratio of two measured in the same
 // run (Over set), shown in the unit Show (default: the measure's, or × for a
-// ratio), with the goal the issue asked for, if any. AtLeast, when set,
-// checks the median against the goal; it stays unset where the goal was set
-// for a size the default run does not measure.
+// ratio), with the goal the issue asked for, if any. AtLeast (or AtMost,
+// for a cost), when set, checks the median against the goal; it stays unset
+// where the goal was set for a size the default run does not measure.
 type headline struct {
 	Component, What string
 	Of, Over        measure
 	Show            string
 	Goal            string
-	AtLeast         float64
+	AtLeast, AtMost float64
 }
 
 var headlines = []headline{
@@ -32,7 +32,7 @@ var headlines = []headline{
 	{Component: "frontier", What: "fetch tasks issued/s, one replica, Redis, 2,000 due hosts",
 		Of: measure{"Dispatch/redis/hosts=2000", "tasks/s"}, Goal: "≥ 10,000", AtLeast: 10_000},
 	{Component: "frontier", What: "… 20,000 due hosts",
-		Of: measure{"Dispatch/redis/hosts=20000", "tasks/s"}},
+		Of: measure{"Dispatch/redis/hosts=20000", "tasks/s"}, Goal: "≥ 10,000", AtLeast: 10_000},
 	{Component: "frontier", What: "… embedded bbolt, 2,000 due hosts",
 		Of: measure{"Dispatch/bolt/hosts=2000", "tasks/s"}},
 	{Component: "frontier", What: "peak RSS with 1 M URLs queued over 10,000 hosts",
@@ -59,6 +59,8 @@ var headlines = []headline{
 		Of: measure{"LookupInsert/clock/50000", "ns/link"}, Show: "ns"},
 	{Component: "cache", What: "CLOCK hit rate at 50,000 entries vs the clairvoyant MIN",
 		Of: measure{"HitRate/clock/50000", "hit%"}, Over: measure{"HitRate/min/50000", "hit%"}},
-	{Component: "urls", What: "canonicalization, ns per URL",
-		Of: measure{"Canonicalize", "ns/op"}, Show: "ns"},
+	{Component: "urls", What: "canonicalization, ns per URL (one URL that needs every rule)",
+		Of: measure{"Canonicalize", "ns/op"}, Show: "ns", Goal: "≤ 500", AtMost: 500},
+	{Component: "urls", What: "… ns per URL, the discovery web's href spellings",
+		Of: measure{"CanonicalizeMix", "ns/URL"}, Show: "ns", Goal: "≤ 500", AtMost: 500},
 }

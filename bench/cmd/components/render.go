@@ -75,10 +75,13 @@ func (hl headline) unit() string {
 // met says whether the median meets the row's goal, and whether there was a
 // goal to check.
 func (hl headline) met(median float64) (met, checked bool) {
-	if hl.AtLeast == 0 {
-		return false, false
+	switch {
+	case hl.AtLeast != 0:
+		return median >= hl.AtLeast, true
+	case hl.AtMost != 0:
+		return median <= hl.AtMost, true
 	}
-	return median >= hl.AtLeast, true
+	return false, false
 }
 
 // value is the row's median and range: of the measure, or for a ratio the
