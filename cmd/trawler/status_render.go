@@ -14,16 +14,22 @@ import (
 	"github.com/trawlerhq/trawler/pkg/heartbeat"
 )
 
-// retryingRobots counts the origins that are retried, not given up, and
-// how long until the last of them is given up if none answers.
-func retryingRobots(hosts []unreachableHost) (n int, settled time.Duration) {
+// retryingRobots counts the origins that are retried, not given up, how
+// long until the last of them is given up if none answers, and the answer
+// of the one tried last ("origin: error").
+func retryingRobots(hosts []unreachableHost) (n int, settled time.Duration, last string) {
+	latest := -1.0
 	for _, h := range hosts {
 		if !h.GaveUp {
 			n++
 			settled = max(settled, time.Duration(h.GiveUpIn*float64(time.Second)))
+			// The one tried last has the most time left.
+			if h.GiveUpIn > latest {
+				latest, last = h.GiveUpIn, h.Origin+": "+h.Error
+			}
 		}
 	}
-	return n, settled
+	return n, settled, last
 }
 
 // unreachableLine is the screen's summary of rep.Unreachable: the retried
@@ -94,7 +100,7 @@ func show(w io.Writer, rep statusReport, asJSON, line bool) error {
 	}
 	if line {
 		robots := ""
-		if n, _ := retryingRobots(rep.Unreachable); n > 0 {
+		if n, _, _ := retryingRobots(rep.Unreachable); n > 0 {
 			// What holds the queued URLs of a crawl near its end, as
 			// run's progress line says it.
 			robots = fmt.Sprintf(" | robots unreachable: %d retrying", n)

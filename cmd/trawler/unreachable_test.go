@@ -54,6 +54,10 @@ func TestStatusShowsUnreachableHosts(t *testing.T) {
 			t.Errorf("line %q lacks %q", line, want)
 		}
 	}
+	// A stall names the answer of the origin tried last (the most time left).
+	if n, settled, last := retryingRobots(got); n != 2 || settled != time.Minute || last != "http://late.test: HTTP 503" {
+		t.Errorf("retryingRobots: %d, %v, %q; want 2, 1m0s and late.test's answer", n, settled, last)
+	}
 	// status --wait's one line says how many are retried, as run's does.
 	var b strings.Builder
 	if err := show(&b, statusReport{At: now, Unreachable: got}, false, true); err != nil {

@@ -299,7 +299,7 @@ func RunAll(ctx context.Context, cfg config.Config, o RunOptions, log *slog.Logg
 		prog.show(s, fetch, false)
 		if line, ok := stall.See(s); ok {
 			u := fetch.RobotsUnreachable()
-			log.Warn(line + crawlstate.RobotsWait(u.Retrying, time.Until(u.LastGiveUp)))
+			log.Warn(line + crawlstate.RobotsWait(u.Retrying, time.Until(u.LastGiveUp), u.Last))
 		}
 	})
 	prog.show(last, fetch, true)

@@ -38,8 +38,10 @@ func (n *Stall) See(s Snapshot) (string, bool) {
 // given up (three unreachable answers, --robots-retry apart), which is
 // most often what a crawl that stands still near its end waits for.
 // settled is how long until the last of them is given up if none answers
-// (0: not known).
-func RobotsWait(retrying int, settled time.Duration) string {
+// (0: not known); last, when known, is the latest answer of one of them
+// ("origin: error"), which most often says what to fix (a DNS server that
+// does not answer, a proxy that refuses).
+func RobotsWait(retrying int, settled time.Duration, last string) string {
 	if retrying <= 0 {
 		return ""
 	}
@@ -50,6 +52,9 @@ func RobotsWait(retrying int, settled time.Duration) string {
 	line := fmt.Sprintf("; %s an unreachable robots.txt, their URLs queued until it answers or the origin is given up (3 tries, --robots-retry apart)", who)
 	if settled > 0 {
 		line += fmt.Sprintf(", all settled within %s", settled.Round(time.Second))
+	}
+	if last != "" {
+		line += "; the last answer: " + last
 	}
 	return line
 }

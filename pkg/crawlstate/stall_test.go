@@ -58,16 +58,24 @@ func TestStallSaysWhatTheCrawlWaitsFor(t *testing.T) {
 // A stall near a crawl's end most often waits for origins whose robots.txt
 // is unreachable: the line says so, and how long they may still take.
 func TestRobotsWaitSaysWhatUnreachableOriginsHold(t *testing.T) {
-	if got := RobotsWait(0, time.Minute); got != "" {
+	if got := RobotsWait(0, time.Minute, "http://a.test: HTTP 503"); got != "" {
 		t.Errorf("nothing retrying: %q, want nothing", got)
 	}
-	got := RobotsWait(3, 64*time.Second+400*time.Millisecond)
+	got := RobotsWait(3, 64*time.Second+400*time.Millisecond, "")
 	for _, want := range []string{"3 origins retry an unreachable robots.txt", "given up (3 tries, --robots-retry apart)", "all settled within 1m4s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
-	if got := RobotsWait(1, 0); strings.Contains(got, "settled") || !strings.Contains(got, "1 origin retries an") {
+	if strings.Contains(got, "last answer") {
+		t.Errorf("no answer known, yet the line names one: %q", got)
+	}
+	if got := RobotsWait(1, 0, ""); strings.Contains(got, "settled") || !strings.Contains(got, "1 origin retries an") {
 		t.Errorf("one origin, no time known: %q", got)
+	}
+	// The answer says what to fix: a DNS server that does not answer.
+	last := "http://nohost.test: lookup nohost.test on 127.0.0.1:9: server misbehaving"
+	if got := RobotsWait(1, time.Minute, last); !strings.HasSuffix(got, "; the last answer: "+last) {
+		t.Errorf("with the last answer: %q", got)
 	}
 }

@@ -87,7 +87,14 @@ type robotsCache struct {
 	retrying       sync.Map     // origin -> time it will be given up
 	retryingN      atomic.Int64 // entries of retrying
 	givenUp, tries atomic.Int64 // origins given up; unreachable answers
+	// lastUnreachable is the latest unreachable answer of an origin then
+	// retried: a stall line names it, so that a wrong --dns-servers or a
+	// proxy that refuses says so before the origin is given up.
+	lastUnreachable atomic.Pointer[unreachableNote]
 }
+
+// unreachableNote is an origin's last unreachable robots.txt answer.
+type unreachableNote struct{ origin, err string }
 
 // UnreachablePrefix starts the keys of the robots bucket that list the
 // origins whose robots.txt is unreachable: a small set `trawler status`
@@ -249,6 +256,7 @@ func (c *robotsCache) noteReachability(ctx context.Context, origin string, rec r
 		if _, loaded := c.retrying.Swap(origin, u.GiveUpAt); !loaded {
 			c.retryingN.Add(1)
 		}
+		c.lastUnreachable.Store(&unreachableNote{origin: origin, err: u.Error})
 	}
 	data, _ := json.Marshal(u)
 	_, _ = c.kv.Put(ctx, key, data)
@@ -256,11 +264,13 @@ func (c *robotsCache) noteReachability(ctx context.Context, origin string, rec r
 
 // RobotsUnreachable is this replica's count of origins whose robots.txt is
 // being retried, the latest time one of them will be given up, and the
-// origins given up so far.
+// origins given up so far. Last is the latest unreachable answer of one
+// still retried ("origin: error"; empty when none is).
 type RobotsUnreachable struct {
 	Retrying   int
 	LastGiveUp time.Time
 	GivenUp    int64
+	Last       string
 }
 
 func (c *robotsCache) unreachableNow() RobotsUnreachable {
@@ -283,6 +293,11 @@ func (c *robotsCache) unreachableNow() RobotsUnreachable {
 		return true
 	})
 	r.GivenUp = c.givenUp.Load()
+	if n := c.lastUnreachable.Load(); n != nil && r.Retrying > 0 {
+		if _, ok := c.retrying.Load(n.origin); ok {
+			r.Last = n.origin + ": " + n.err
+		}
+	}
 	return r
 }
 

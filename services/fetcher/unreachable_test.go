@@ -57,7 +57,7 @@ func TestUnreachableRecords(t *testing.T) {
 		!r.GiveUpAt.Equal(r.LastTry.Add(2*retry)) || !r.NextTry.Equal(r.LastTry.Add(retry)) {
 		t.Fatalf("record after one 503: %+v (found %v)", r, ok)
 	}
-	if u := c.unreachableNow(); u.Retrying != 1 || u.GivenUp != 0 || !u.LastGiveUp.Equal(r.GiveUpAt) {
+	if u := c.unreachableNow(); u.Retrying != 1 || u.GivenUp != 0 || !u.LastGiveUp.Equal(r.GiveUpAt) || u.Last != "http://a.test: HTTP 503" {
 		t.Errorf("unreachableNow %+v", u)
 	}
 	clock.Advance(retry)
@@ -86,8 +86,8 @@ func TestUnreachableRecords(t *testing.T) {
 	if r, _ := read("http://b.test"); !r.GaveUp || !r.GiveUpAt.IsZero() {
 		t.Errorf("record after 3 tries: %+v", r)
 	}
-	if u := c.unreachableNow(); u.Retrying != 0 || u.GivenUp != 1 {
-		t.Errorf("unreachableNow %+v, want 0 retrying, 1 given up", u)
+	if u := c.unreachableNow(); u.Retrying != 0 || u.GivenUp != 1 || u.Last != "" {
+		t.Errorf("unreachableNow %+v, want 0 retrying, 1 given up, no last answer of one retried", u)
 	}
 }
 
