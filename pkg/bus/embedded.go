@@ -75,6 +75,9 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 			return nil, fmt.Errorf("embedded NATS listen port %q: %w", port, err)
 		}
 		opts.Host = host
+		if err := canListen(o.Listen, opts.Port); err != nil {
+			return nil, err
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -86,9 +89,24 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	go ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("embedded NATS: not ready after 30s (store dir %s)", o.StoreDir)
+		return nil, fmt.Errorf("embedded NATS: not ready after 30s (store dir %s; the server's log above says why)", o.StoreDir)
 	}
 	return ns, nil
+}
+
+// canListen tries the listen address before the server does: the server
+// only logs a port it cannot bind, and the wait for it to be ready would
+// end 30 s later saying nothing of why. Port 0 or below (the server's
+// default or a random one) is left to the server.
+func canListen(addr string, port int) error {
+	if port <= 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("embedded NATS: cannot listen on %s (--nats-listen): %w; stop what listens there or choose another address", addr, err)
+	}
+	return ln.Close()
 }
 
 // ConnectEmbedded opens an in-process client connection to ns.
