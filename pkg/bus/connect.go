@@ -71,7 +71,11 @@ func Connect(url, name string, o ConnectOptions) (*nats.Conn, error) {
 	}, auth...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %s", Redact(url), redact.In(err.Error(), url))
+		hint := ""
+		if errors.Is(err, nats.ErrNoServers) {
+			hint = "; nothing answers there: start NATS with JetStream (or a `trawler run --nats-listen`) at that address, or point --nats at a running server"
+		}
+		return nil, fmt.Errorf("connect to NATS at %s: %s%s", Redact(url), redact.In(err.Error(), url), hint)
 	}
 	return nc, nil
 }

@@ -43,6 +43,10 @@ func TestConnectErrorsHideCredentials(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "xxxxx") || !strings.Contains(err.Error(), addr) {
 			t.Errorf("%s: %v", bus.Redact(url), err)
 		}
+		// And it says what to do.
+		if err != nil && !strings.Contains(err.Error(), "nothing answers there: start NATS") {
+			t.Errorf("%s: %v lacks what to do", bus.Redact(url), err)
+		}
 	}
 	if got := bus.Redact("nats://u:p@h:1,tls://tok@h:2,nats://h:3"); got != "nats://u:xxxxx@h:1,tls://xxxxx@h:2,nats://h:3" {
 		t.Errorf("Redact = %q", got)
