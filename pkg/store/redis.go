@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,7 +121,7 @@ func ping(ctx context.Context, c redis.UniversalClient, addrs []string) error {
 	defer cancel()
 	check := func(ctx context.Context, sc *redis.Client) error {
 		if err := sc.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("store: redis %s unreachable: %w", sc.Options().Addr, err)
+			return fmt.Errorf("store: redis %s unreachable: %w%s", sc.Options().Addr, err, redisHint(err))
 		}
 		return nil
 	}
@@ -131,10 +132,30 @@ func ping(ctx context.Context, c redis.UniversalClient, addrs []string) error {
 		return check(ctx, c)
 	default:
 		if err := c.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("store: redis cluster %s unreachable: %w", strings.Join(addrs, ","), err)
+			return fmt.Errorf("store: redis cluster %s unreachable: %w%s", strings.Join(addrs, ","), err, redisHint(err))
 		}
 		return nil
 	}
+}
+
+// redisHint says what to do about a failed ping: a server refused or not
+// answering, or one that wants a password.
+func redisHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "invalid password"):
+		return "; it wants a password: set TRAWLER_REDIS_PASSWORD"
+	case errors.Is(err, context.DeadlineExceeded) || isNetError(err):
+		return "; start Redis there, or point --redis at a running one"
+	}
+	return ""
+}
+
+// isNetError tells a failure to reach the server (refused, no route, a
+// timeout) from an answer it gave.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // Close closes the client; later calls return ErrClosed.

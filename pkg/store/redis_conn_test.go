@@ -39,6 +39,20 @@ func roundTrip(t *testing.T, s *Redis) {
 
 const testRedisPassword = "pa:ss@w/rd" // characters a URL would need escaped
 
+// An address where nothing listens is named, with what to do.
+func TestRedisNobodyThere(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = OpenRedis(context.Background(), []string{addr}, false, "none")
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "start Redis there, or point --redis at a running one") {
+		t.Errorf("OpenRedis(%s) = %v; want the address and what to do", addr, err)
+	}
+}
+
 func TestRedisPassword(t *testing.T) {
 	ctx := context.Background()
 	port := testredis.FreePort(t)
@@ -47,11 +61,13 @@ func TestRedisPassword(t *testing.T) {
 	b := testredis.StartRaw(t, port2, "--port", strconv.Itoa(port2), "--requirepass", testRedisPassword)
 
 	for _, addrs := range [][]string{{a}, {a, b}} {
-		if _, err := OpenRedis(ctx, addrs, false, "auth"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
-			t.Errorf("%v without a password: %v, want NOAUTH", addrs, err)
+		if _, err := OpenRedis(ctx, addrs, false, "auth"); err == nil || !strings.Contains(err.Error(), "NOAUTH") ||
+			!strings.Contains(err.Error(), "set TRAWLER_REDIS_PASSWORD") {
+			t.Errorf("%v without a password: %v, want NOAUTH and what to do", addrs, err)
 		}
-		if _, err := OpenRedis(ctx, addrs, false, "auth", WithRedisAuth("", "wrong")); err == nil {
-			t.Errorf("%v with a wrong password: no error", addrs)
+		if _, err := OpenRedis(ctx, addrs, false, "auth", WithRedisAuth("", "wrong")); err == nil ||
+			!strings.Contains(err.Error(), "set TRAWLER_REDIS_PASSWORD") {
+			t.Errorf("%v with a wrong password: %v, want what to do", addrs, err)
 		}
 		s, err := OpenRedis(ctx, addrs, false, "auth", WithRedisAuth("", testRedisPassword))
 		if err != nil {
