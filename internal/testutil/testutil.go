@@ -10,6 +10,7 @@ package testutil
 
 import (
 	"bytes"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +140,17 @@ func (s *SyncBuffer) Tail(n int) string {
 		str = "…" + str[len(str)-n:]
 	}
 	return str
+}
+
+// ClosedAddr is a loopback host:port where nothing listens (a listener
+// opened and closed at once): a connection there is refused.
+func ClosedAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -22,18 +22,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/trawlerhq/trawler/internal/testutil"
 	"github.com/trawlerhq/trawler/pkg/bus"
 )
 
 // Issue 19 #3: a connection error never shows the password or token of
 // the URL it was given.
 func TestConnectErrorsHideCredentials(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testutil.ClosedAddr(t)
 	for _, url := range []string{
 		"nats://trawler:s3cret-pw@" + addr,
 		"nats://s3cret-token@" + addr,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/testredis"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // roundTrip records and reads back fingerprints in a few partitions, so
@@ -41,13 +42,8 @@ const testRedisPassword = "pa:ss@w/rd" // characters a URL would need escaped
 
 // An address where nothing listens is named, with what to do.
 func TestRedisNobodyThere(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, err = OpenRedis(context.Background(), []string{addr}, false, "none")
+	addr := testutil.ClosedAddr(t)
+	_, err := OpenRedis(context.Background(), []string{addr}, false, "none")
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "start Redis there, or point --redis at a running one") {
 		t.Errorf("OpenRedis(%s) = %v; want the address and what to do", addr, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/internal/hostileweb"
+	"github.com/trawlerhq/trawler/internal/testutil"
 )
 
 // newClient returns a client that may reach the tests' 127.0.0.1 servers
@@ -408,12 +409,7 @@ func TestFetchInvalidURL(t *testing.T) {
 }
 
 func TestFetchConnectionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testutil.ClosedAddr(t)
 
 	r := newClient(t, HTTPOptions{Timeout: 5 * time.Second, AllowPrivate: true}).Fetch(context.Background(), "http://"+addr+"/")
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "connection refused") || r.Status != 0 || r.ErrKind != KindRefused {
