@@ -2,7 +2,7 @@
 // in async mode, configured like Trawler is in the same run — one request at
 // a time per host, the same delay after each response, robots.txt obeyed,
 // every URL visited once (Colly's in-memory visited set, fragments
-// dropped).
+// dropped, and a set of the driver's own against the race in Colly's).
 package colly
 
 import (
@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,19 +80,31 @@ func Crawl(ctx context.Context, o Options) (Stats, error) {
 	}
 	var st Stats
 	var responses, errs atomic.Int64
+	// Colly checks its visited set and marks a URL in two steps with no
+	// lock between (requestCheck: IsVisited, then Visited), so in async
+	// mode two pages linking one URL at the same moment fetch it twice:
+	// 10,899 of 21,065 pages twice on the 100 x 200 web without a delay,
+	// 534 with 100 ms. A Colly user who sees it keeps a set of their own,
+	// as here: the baseline fetches each URL once, as Trawler does.
+	var queued sync.Map
 	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
 		// Colly's visited set keys the URL with its fragment: page#a and
 		// page#b would be two fetches of one page (nine a page on real
 		// documentation). A Colly user drops the fragment, as here.
 		u, _, _ := strings.Cut(e.Request.AbsoluteURL(e.Attr("href")), "#")
-		if u != "" {
-			_ = e.Request.Visit(u) // already-visited and robots refusals are expected
+		if u == "" {
+			return
 		}
+		if _, dup := queued.LoadOrStore(u, struct{}{}); dup {
+			return
+		}
+		_ = e.Request.Visit(u) // already-visited (redirect targets) and robots refusals are expected
 	})
 	c.OnResponse(func(*colly.Response) { responses.Add(1) })
 	c.OnError(func(*colly.Response, error) { errs.Add(1) })
 	start := time.Now()
 	for _, s := range o.Seeds {
+		queued.Store(s, struct{}{})
 		// In async mode a seed may already have been reached by a link.
 		var visited *colly.AlreadyVisitedError
 		if err := c.Visit(s); err != nil && !errors.As(err, &visited) {

@@ -66,8 +66,10 @@ func TestSmallWebEveryMode(t *testing.T) {
 		}
 		a := r.audit
 		// The peers' duplicates are their own: Colly's visited check is two
-		// calls that async goroutines interleave, Wget fetches a host's
-		// home page again after its robots.txt (docs/benchmarks.md).
+		// calls that async goroutines interleave (the driver keeps a set of
+		// its own against it, but a redirect's target is Colly's alone), Wget
+		// fetches a host's home page again after its robots.txt
+		// (docs/benchmarks.md).
 		// Colly's robots.txt request is not under its per-host limit, so it
 		// may overlap a page request of the same host (seen once: 2 in
 		// flight); one request in flight per host is Trawler's to keep.
