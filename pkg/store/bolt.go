@@ -195,8 +195,16 @@ func writePart(tx *bolt.Tx, p int) (*bolt.Bucket, error) {
 			return nil, err
 		}
 	}
+	// A host's URLs are added at the end of its range of the queue (the
+	// order counter grows), so a page that splits is not written again:
+	// filled to bbolt's default half, the queue took twice the pages (and
+	// the store file, mapped, twice the memory) of the URLs it held.
+	part.Bucket(bucketQueue).FillPercent = queueFill
 	return part, nil
 }
+
+// queueFill is how full the queue bucket's pages are left when they split.
+const queueFill = 0.9
 
 // be64 encodes fingerprints and counters: big-endian sorts like the numbers.
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
