@@ -113,7 +113,7 @@ func TestSettingErrorsAreOneReadableLine(t *testing.T) {
 	}{
 		{"unknown flag", []string{"run", "--no-such-flag"}, "", "unknown flag --no-such-flag (see 'trawler help run')"},
 		{"misspelt flag", []string{"run", "--seeds", "http://a.test/"}, "", "unknown flag --seeds (did you mean --seed?) (see 'trawler help run')"},
-		{"not a number", []string{"run", "--max-body", "1x"}, "", `--max-body "1x": not a whole number (see 'trawler help run')`},
+		{"not a size", []string{"run", "--max-body", "1x"}, "", `--max-body "1x": "1x" is not a size: want bytes, or a number with KiB, MiB, GiB, KB, MB or GB (see 'trawler help run')`},
 		{"not a duration", []string{"run", "--politeness-delay", "5"}, "", `--politeness-delay "5": not a duration such as 500ms, 30s or 2m`},
 		{"not a boolean", []string{"run", "--progress=maybe"}, "", `--progress "maybe": not true or false`},
 		{"YAML error", []string{"run", "--config", bad}, "", "--config " + bad + ": line 2: "},

@@ -227,3 +227,40 @@ func TestArchiveGzipLevel(t *testing.T) {
 		t.Errorf("level 12: %v", err)
 	}
 }
+
+// --max-body takes a size with a unit, as --memory-limit does (the docs
+// wrote `--max-body 256KiB` before it did), from a flag, the environment
+// and the config file; a bare number is still bytes, and the default 1 MiB.
+func TestMaxBodyTakesASize(t *testing.T) {
+	c, err := parse(t, nil)
+	if err != nil || c.MaxBodyBytes != 1<<20 {
+		t.Errorf("default: %d, %v; want 1 MiB", c.MaxBodyBytes, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{[]string{"--max-body", "4MiB"}, 4 << 20},
+		{[]string{"--max-body", "256KiB"}, 256 << 10},
+		{[]string{"--max-body", "2000000"}, 2000000},
+		{[]string{"--max-body", "1.5MB"}, 1500000},
+	} {
+		if c, err := parse(t, tc.args); err != nil || c.MaxBodyBytes != tc.want {
+			t.Errorf("%q: %d, %v; want %d", tc.args, c.MaxBodyBytes, err, tc.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "trawler.yaml")
+	if err := os.WriteFile(file, []byte("max-body: 8MiB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := parse(t, []string{"--config", file}); err != nil || c.MaxBodyBytes != 8<<20 {
+		t.Errorf("config file max-body: 8MiB: %d, %v", c.MaxBodyBytes, err)
+	}
+	t.Setenv("TRAWLER_MAX_BODY", "512KiB")
+	if c, err := parse(t, nil); err != nil || c.MaxBodyBytes != 512<<10 {
+		t.Errorf("TRAWLER_MAX_BODY=512KiB: %d, %v", c.MaxBodyBytes, err)
+	}
+	if _, err := parse(t, []string{"--max-body", "lots"}); err == nil || !strings.Contains(err.Error(), "not a size") {
+		t.Errorf("--max-body lots: %v, want a size error", err)
+	}
+}

@@ -71,7 +71,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RobotsRetry, "robots-retry", 30*time.Second, "how long a host is left alone when its robots.txt answered 5xx or not at all; after 3 such answers in a row (about twice this long) its URLs end as failed with the reason")
 	fs.DurationVar(&c.FetchTimeout, "fetch-timeout", 30*time.Second, "time limit of one request, body included")
 	fs.Int64Var(&c.MinTransferRate, "min-transfer-rate", 1024, "least body bytes per second, measured over each 5 s window from the response headers on; a slower body ends as failed (kind slow) with what came (0: off)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body", 1<<20, "body size cap in bytes (also capped by the NATS server's max_payload)")
+	c.MaxBodyBytes = 1 << 20
+	fs.Var((*Size)(&c.MaxBodyBytes), "max-body", "body size cap: bytes, or a number with KiB, MiB, GiB, KB, MB or GB, e.g. 4MiB (also capped by the NATS server's max_payload)")
 	fs.IntVar(&c.MaxRedirects, "max-redirects", parser.DefaultMaxRedirects, "redirect hops followed in one chain")
 	fs.StringVar(&c.UserAgent, "user-agent", DefaultUserAgent, "User-Agent header; include a contact URL")
 	fs.Var((*listFlag)(&c.AllowedTypes), "allowed-types", "content types whose bodies are downloaded, comma-separated; type/* allowed (default text/html,application/xhtml+xml,text/plain)")
