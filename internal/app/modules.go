@@ -9,6 +9,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/cachestudy/record"
 	"github.com/trawlerhq/trawler/internal/config"
+	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/splitter"
 	"github.com/trawlerhq/trawler/pkg/store"
@@ -63,7 +64,14 @@ func Lookup(name string) (Module, error) {
 // Open connects a process that runs m alone: the cluster's NATS, and Redis
 // when m needs the store.
 func (m Module) Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Deps, error) {
-	return OpenCluster(ctx, cfg, m.NeedsStore, "trawler-"+m.Name, log)
+	d, err := OpenCluster(ctx, cfg, m.NeedsStore, "trawler-"+m.Name, log)
+	if err == nil {
+		// Once per service at start (not in seed or status, run often).
+		if w := bus.OldServer(d.NC); w != "" {
+			log.Warn(w)
+		}
+	}
+	return d, err
 }
 
 // New builds m over d.

@@ -155,8 +155,13 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	// The streams at once, then their consumers at once: one after the other
 	// they were a third of trawler run's start before its first request.
 	var ensure []func() error
+	version := ""
+	if nc := js.Conn(); nc != nil {
+		version = nc.ConnectedServerVersion()
+	}
 	for _, sc := range t.streams() {
 		sc.Replicas = Replicas(js)
+		sc.Compression = streamCompression(version, sc.Compression)
 		ensure = append(ensure, func() error {
 			if err := retry(ctx, func(ctx context.Context) error { return ensureStream(ctx, js, sc) }); err != nil {
 				return fmt.Errorf("ensure stream %s: %w", sc.Name, err)

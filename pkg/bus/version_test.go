@@ -1,0 +1,72 @@
+package bus
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A 2.9 server ignores a stream's compression without a word; Trawler asks
+// it for none (so the stream is not updated at every start) and warns.
+func TestStreamCompressionByServerVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    jetstream.StoreCompression
+	}{
+		{"2.9.10", jetstream.NoCompression},
+		{"2.9.25", jetstream.NoCompression},
+		{"2.2.0", jetstream.NoCompression},
+		{"2.10.0", jetstream.S2Compression},
+		{"2.10.0-RC.3", jetstream.S2Compression},
+		{"2.15.2", jetstream.S2Compression},
+		{"3.0.0", jetstream.S2Compression},
+		{"", jetstream.S2Compression},        // unknown: taken for a current server
+		{"nightly", jetstream.S2Compression}, // unknown too
+	} {
+		if got := streamCompression(c.version, jetstream.S2Compression); got != c.want {
+			t.Errorf("server %q: compression %v, want %v", c.version, got, c.want)
+		}
+		if got := streamCompression(c.version, jetstream.NoCompression); got != jetstream.NoCompression {
+			t.Errorf("server %q: a stream that asks for none got %v", c.version, got)
+		}
+	}
+}
+
+func TestOldServerWarning(t *testing.T) {
+	w := oldServerWarning("2.9.10")
+	for _, part := range []string{"2.9.10", "uncompressed", "run NATS 2.10 or later"} {
+		if !strings.Contains(w, part) {
+			t.Errorf("warning %q: no %q", w, part)
+		}
+	}
+	if strings.Contains(w, "\n") {
+		t.Errorf("warning %q: more than one line", w)
+	}
+	if w := oldServerWarning("2.10.4"); w != "" {
+		t.Errorf("2.10.4: warned %q", w)
+	}
+}
+
+// The embedded server is current: no warning, and the parsed stream is
+// created compressed, as asked.
+func TestCurrentServerCompressesTheParsedStream(t *testing.T) {
+	js, names := embeddedJS(t)
+	if w := OldServer(js.Conn()); w != "" {
+		t.Fatalf("server %s: warned %q", js.Conn().ConnectedServerVersion(), w)
+	}
+	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
+	ctx := context.Background()
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, names.StreamParsed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config.Compression; c != jetstream.S2Compression {
+		t.Errorf("parsed stream compression %v on server %s, want s2", c, js.Conn().ConnectedServerVersion())
+	}
+}
