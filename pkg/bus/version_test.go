@@ -70,3 +70,31 @@ func TestCurrentServerCompressesTheParsedStream(t *testing.T) {
 		t.Errorf("parsed stream compression %v on server %s, want s2", c, js.Conn().ConnectedServerVersion())
 	}
 }
+
+// After an upgrade from 2.9, where the parsed stream was made without
+// compression, the services' next start asks the current server for it.
+func TestUpgradedServerCompressesTheParsedStreamAgain(t *testing.T) {
+	js, names := embeddedJS(t)
+	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
+	ctx := context.Background()
+	var parsed jetstream.StreamConfig
+	for _, sc := range topo.streams() {
+		if sc.Name == names.StreamParsed() {
+			parsed = sc
+		}
+	}
+	parsed.Compression = jetstream.NoCompression // as Ensure made it on 2.9
+	if _, err := js.CreateStream(ctx, parsed); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.Ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, names.StreamParsed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config.Compression; c != jetstream.S2Compression {
+		t.Errorf("parsed stream compression %v after the start on a current server, want s2", c)
+	}
+}
