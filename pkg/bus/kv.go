@@ -69,12 +69,21 @@ func openKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	}
 }
 
+// jsErrCodeSubjectsOverlap is the server's error code for a stream whose
+// subjects overlap another's (nats.go names no constant for it).
+const jsErrCodeSubjectsOverlap jetstream.ErrorCode = 10065
+
 // retryable errors are those of a race or of a cluster still electing
 // leaders: a lost create race, a bucket not yet visible, no answer in time.
 func retryable(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse,
+		// NATS 2.9 may answer a lost create race with "subjects overlap
+		// with an existing stream" (10065): the winner's stream holds the
+		// bucket's subjects. Retried, the bucket is found and bound; a real
+		// overlap with another stream still fails after the last attempt.
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectsOverlap,
 		strings.Contains(err.Error(), "already in use"),
 		errors.Is(err, jetstream.ErrBucketNotFound),
 		errors.Is(err, jetstream.ErrBucketExists),
