@@ -58,15 +58,7 @@ func TestCurrentServerCompressesTheParsedStream(t *testing.T) {
 		t.Fatalf("server %s: warned %q", js.Conn().ConnectedServerVersion(), w)
 	}
 	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second}
-	ctx := context.Background()
-	if err := topo.Ensure(ctx, js); err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, names.StreamParsed())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := s.CachedInfo().Config.Compression; c != jetstream.S2Compression {
+	if c := ensuredParsedCompression(t, js, topo); c != jetstream.S2Compression {
 		t.Errorf("parsed stream compression %v on server %s, want s2", c, js.Conn().ConnectedServerVersion())
 	}
 }
@@ -87,14 +79,22 @@ func TestUpgradedServerCompressesTheParsedStreamAgain(t *testing.T) {
 	if _, err := js.CreateStream(ctx, parsed); err != nil {
 		t.Fatal(err)
 	}
+	if c := ensuredParsedCompression(t, js, topo); c != jetstream.S2Compression {
+		t.Errorf("parsed stream compression %v after the start on a current server, want s2", c)
+	}
+}
+
+// ensuredParsedCompression ensures topo, as a service's start does, and
+// returns the compression the server reports for the parsed stream.
+func ensuredParsedCompression(t *testing.T, js jetstream.JetStream, topo Topology) jetstream.StoreCompression {
+	t.Helper()
+	ctx := context.Background()
 	if err := topo.Ensure(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.Stream(ctx, names.StreamParsed())
+	s, err := js.Stream(ctx, topo.Names.StreamParsed())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.CachedInfo().Config.Compression; c != jetstream.S2Compression {
-		t.Errorf("parsed stream compression %v after the start on a current server, want s2", c)
-	}
+	return s.CachedInfo().Config.Compression
 }
