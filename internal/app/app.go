@@ -22,8 +22,10 @@ import (
 	"github.com/trawlerhq/trawler/pkg/bus"
 	"github.com/trawlerhq/trawler/pkg/messages"
 	"github.com/trawlerhq/trawler/pkg/ownership"
+	"github.com/trawlerhq/trawler/pkg/scope"
 	"github.com/trawlerhq/trawler/pkg/store"
 	"github.com/trawlerhq/trawler/pkg/subjects"
+	"github.com/trawlerhq/trawler/services/fetcher"
 )
 
 // Runner is a started-by-Run service: Run returns when ctx ends and the work
@@ -202,7 +204,14 @@ func OpenEmbedded(ctx context.Context, cfg config.Config, listen string, log *sl
 		return nil, err
 	}
 	d.NC.SetErrorHandler(bus.ClientErrors(log))
-	return d, d.finish(ctx)
+	// The buckets the parser and the fetcher open as they start, made
+	// beside the streams: one after the other, each on the way to the
+	// crawl's first request, they took a tenth of a short crawl's start.
+	buckets := []jetstream.KeyValueConfig{scope.BucketConfig(d.Names)}
+	if !cfg.IgnoreRobots {
+		buckets = append(buckets, fetcher.RobotsBucketConfig(d.Names, cfg.RobotsTTL))
+	}
+	return d, d.finish(ctx, buckets...)
 }
 
 // OpenCluster connects to an external NATS and, when withStore, to Redis.
@@ -237,7 +246,7 @@ func OpenCluster(ctx context.Context, cfg config.Config, withStore bool, name st
 }
 
 // finish creates the JetStream context and ensures the topology.
-func (d *Deps) finish(ctx context.Context) error {
+func (d *Deps) finish(ctx context.Context, buckets ...jetstream.KeyValueConfig) error {
 	nc := d.NC
 	d.closers = append(d.closers, func() error { return nc.Drain() })
 	// Without a timeout an async publish whose ack is lost waits forever.
@@ -248,7 +257,9 @@ func (d *Deps) finish(ctx context.Context) error {
 	}
 	js = bus.WithReplicas(js, d.Config.Replicas)
 	d.JS = js
-	if err := Topology(d.Config, d.Names).Ensure(ctx, js); err != nil {
+	t := Topology(d.Config, d.Names)
+	t.Buckets = buckets
+	if err := t.Ensure(ctx, js); err != nil {
 		d.Close()
 		return err
 	}

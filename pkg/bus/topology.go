@@ -35,6 +35,10 @@ type Topology struct {
 	// limit, decompressed and rewrote a block for every document dropped
 	// from its head (2 GiB of RSS at 100,000 pages, docs/benchmarks.md).
 	ParsedInterest bool
+	// Buckets are key-value buckets made (or updated, as KeyValue does)
+	// beside the streams, for a process whose services would otherwise make
+	// them one after the other on the way to a crawl's first request.
+	Buckets []jetstream.KeyValueConfig
 }
 
 // Work streams use work-queue retention: a message stays until its one
@@ -158,6 +162,14 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	version := ""
 	if nc := js.Conn(); nc != nil {
 		version = nc.ConnectedServerVersion()
+	}
+	for _, b := range t.Buckets {
+		ensure = append(ensure, func() error {
+			if _, err := KeyValue(ctx, js, b); err != nil {
+				return fmt.Errorf("ensure bucket %s: %w", b.Bucket, err)
+			}
+			return nil
+		})
 	}
 	for _, sc := range t.streams() {
 		sc.Replicas = Replicas(js)

@@ -182,3 +182,33 @@ func embeddedJSIn(t *testing.T, dir string) (jetstream.JetStream, subjects.Names
 	names, _ := subjects.New("topo")
 	return js, names
 }
+
+// Ensure makes the topology's buckets beside the streams, with their
+// settings, and a second Ensure over them changes nothing.
+func TestEnsureMakesItsBuckets(t *testing.T) {
+	js, names := embeddedJS(t)
+	ctx := context.Background()
+	robots := jetstream.KeyValueConfig{Bucket: names.RobotsBucket(), TTL: time.Hour, Storage: jetstream.FileStorage}
+	scope := jetstream.KeyValueConfig{Bucket: names.ScopeBucket(), Storage: jetstream.FileStorage}
+	topo := Topology{Names: names, Partitions: 1, DedupWindow: time.Minute, FetchAck: 30 * time.Second,
+		Buckets: []jetstream.KeyValueConfig{robots, scope}}
+	for range 2 {
+		if err := topo.Ensure(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, robots.Bucket)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", robots.Bucket, err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.TTL() != time.Hour {
+			t.Errorf("bucket %s: TTL %v, want 1h", robots.Bucket, st.TTL())
+		}
+		if _, err := js.KeyValue(ctx, scope.Bucket); err != nil {
+			t.Errorf("bucket %s: %v", scope.Bucket, err)
+		}
+	}
+}

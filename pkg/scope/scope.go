@@ -48,11 +48,17 @@ type Scope struct {
 	synced  bool            // allowed holds the whole bucket; false before the watcher's first pass or after it stops
 }
 
+// BucketConfig is the scope bucket's configuration, for Open and for a
+// caller that creates the bucket ahead of it (trawler run, at its start).
+func BucketConfig(names subjects.Names) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: names.ScopeBucket(), Description: "crawl scope: seed hosts and domains", Storage: jetstream.FileStorage,
+	}
+}
+
 // Open creates the bucket if needed and starts watching it until ctx ends.
 func Open(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*Scope, error) {
-	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
-		Bucket: names.ScopeBucket(), Description: "crawl scope: seed hosts and domains", Storage: jetstream.FileStorage,
-	})
+	kv, err := bus.KeyValue(ctx, js, BucketConfig(names))
 	if err != nil {
 		return nil, fmt.Errorf("scope bucket %s: %w", names.ScopeBucket(), err)
 	}

@@ -126,10 +126,17 @@ func (c *robotsCache) clock() time.Time {
 	return time.Now()
 }
 
-func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Names, client *HTTPClient, ua string, ttl, retry time.Duration) (*robotsCache, error) {
-	kv, err := bus.KeyValue(ctx, js, jetstream.KeyValueConfig{
+// RobotsBucketConfig is the robots.txt bucket's configuration (ttl:
+// --robots-ttl), for the fetcher and for a caller that creates the bucket
+// ahead of it (trawler run, at its start).
+func RobotsBucketConfig(names subjects.Names, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
 		Bucket: names.RobotsBucket(), Description: "robots.txt answers per origin", TTL: ttl, Storage: jetstream.FileStorage,
-	})
+	}
+}
+
+func openRobots(ctx context.Context, js jetstream.JetStream, names subjects.Names, client *HTTPClient, ua string, ttl, retry time.Duration) (*robotsCache, error) {
+	kv, err := bus.KeyValue(ctx, js, RobotsBucketConfig(names, ttl))
 	if err != nil {
 		return nil, fmt.Errorf("robots bucket %s: %w", names.RobotsBucket(), err)
 	}
